@@ -1,0 +1,109 @@
+/**
+ * The errors an API caller can see. Each class owns its HTTP status and default
+ * `code`; on the wire every one of them is the contract's envelope
+ * `{"error":{"code","message","param","request_id"}}`.
+ */
+import { HttpApiSchema } from "@effect/platform"
+import { Effect, FiberRef, ParseResult, Schema } from "effect"
+import { globalValue } from "effect/GlobalValue"
+
+/** The id of the request being served (`req_...`); read when an error is encoded. */
+export const currentRequestId = globalValue(
+  "svc/currentRequestId",
+  () => FiberRef.unsafeMake<string | null>(null)
+)
+
+const fields = (defaultCode: string) => ({
+  code: Schema.optionalWith(Schema.String, { default: () => defaultCode }),
+  message: Schema.String,
+  param: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null })
+})
+
+/** 400: malformed JSON, schema violation, unknown model, over-long input. */
+export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("InvalidRequest", fields("invalid_request")) {}
+/** 401: key missing, unknown, revoked or lacking the endpoint's scope. */
+export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", fields("unauthorized")) {}
+/** 403: a key uses a selector it may not use. */
+export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", fields("forbidden")) {}
+/** 404: unknown id, or an id of another account. */
+export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", fields("not_found")) {}
+/** 409: a reused idempotency reference or key with different content. */
+export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", fields("idempotency_conflict")) {}
+/** 413: request body over the configured limit. */
+export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()(
+  "PayloadTooLarge",
+  fields("payload_too_large")
+) {}
+/** 500: a fault of ours; the message never carries internals. */
+export class InternalError extends Schema.TaggedError<InternalError>()("InternalError", fields("internal_error")) {}
+/** 502: every eligible route failed. */
+export class UpstreamError extends Schema.TaggedError<UpstreamError>()("UpstreamError", fields("upstream_error")) {}
+/** 504: every eligible route timed out. */
+export class UpstreamTimeout extends Schema.TaggedError<UpstreamTimeout>()(
+  "UpstreamTimeout",
+  fields("upstream_timeout")
+) {}
+
+/** Any error a caller can see. */
+export type ApiError =
+  | InvalidRequest
+  | Unauthorized
+  | Forbidden
+  | NotFound
+  | Conflict
+  | PayloadTooLarge
+  | InternalError
+  | UpstreamError
+  | UpstreamTimeout
+
+/** The wire envelope shared by every error status. */
+export const ErrorEnvelope = Schema.Struct({
+  error: Schema.Struct({
+    code: Schema.String,
+    message: Schema.String,
+    param: Schema.NullOr(Schema.String),
+    request_id: Schema.NullOr(Schema.String)
+  })
+}).annotations({ identifier: "ErrorEnvelope" })
+
+/** HTTP status of each error class. */
+const statuses = {
+  InvalidRequest: 400,
+  Unauthorized: 401,
+  Forbidden: 403,
+  NotFound: 404,
+  Conflict: 409,
+  PayloadTooLarge: 413,
+  InternalError: 500,
+  UpstreamError: 502,
+  UpstreamTimeout: 504
+} as const satisfies Record<ApiError["_tag"], number>
+
+/** HTTP status of an error a caller can see. */
+export const statusOf = (error: ApiError): number => statuses[error._tag]
+
+// The envelope is the encoded side and the error class the decoded side; the
+// request id is read from the fiber while the error is encoded.
+const onTheWire = <A extends ApiError>(errorClass: Schema.Schema<A, any> & { readonly _tag: A["_tag"] }) =>
+  Schema.transformOrFail(ErrorEnvelope, errorClass as Schema.Schema<A, any>, {
+    strict: false,
+    decode: ({ error }) =>
+      ParseResult.succeed({ _tag: errorClass._tag, code: error.code, message: error.message, param: error.param }),
+    encode: (error: any) =>
+      Effect.map(FiberRef.get(currentRequestId), (request_id) => ({
+        error: { code: error.code, message: error.message, param: error.param ?? null, request_id }
+      }))
+  }).annotations(HttpApiSchema.annotations({ status: statuses[errorClass._tag] })) as any as Schema.Schema<A, unknown>
+
+/** Wire schemas of the errors, for HttpApi declarations. */
+export const Wire = {
+  InvalidRequest: onTheWire(InvalidRequest),
+  Unauthorized: onTheWire(Unauthorized),
+  Forbidden: onTheWire(Forbidden),
+  NotFound: onTheWire(NotFound),
+  Conflict: onTheWire(Conflict),
+  PayloadTooLarge: onTheWire(PayloadTooLarge),
+  InternalError: onTheWire(InternalError),
+  UpstreamError: onTheWire(UpstreamError),
+  UpstreamTimeout: onTheWire(UpstreamTimeout)
+}

@@ -1,0 +1,47 @@
+/**
+ * API keys: issued per account with scopes, stored only as a hash, shown once,
+ * and checked on every request (revocation counts from the next request).
+ */
+import { Context, type Effect, Schema } from "effect"
+import type { NotFound, Unauthorized } from "./ApiError.ts"
+
+export const Scope = Schema.Literal("chat", "agents", "monitoring", "admin")
+export type Scope = typeof Scope.Type
+
+export interface ApiKeyRecord {
+  readonly id: string
+  readonly accountId: string
+  readonly name: string | null
+  /** The first characters of the key, enough to recognise it in a list. */
+  readonly hint: string
+  readonly scopes: ReadonlyArray<Scope>
+  /** Requests per minute; null = no limit. */
+  readonly rpm: number | null
+  /** Tokens per minute; null = no limit. */
+  readonly tpm: number | null
+  readonly createdAt: Date
+  readonly revokedAt: Date | null
+}
+
+/** Who is calling: the key's account and scopes. The bootstrap admin key has no account. */
+export interface Principal {
+  readonly keyId: string
+  readonly accountId: string | null
+  readonly scopes: ReadonlyArray<Scope>
+}
+
+export class ApiKeys extends Context.Tag("svc/ApiKeys")<ApiKeys, {
+  /** Issues a key; the returned `key` is the only copy of the secret. */
+  readonly create: (
+    accountId: string,
+    input: {
+      readonly name?: string | undefined
+      readonly scopes: ReadonlyArray<Scope>
+      readonly rpm?: number | undefined
+      readonly tpm?: number | undefined
+    }
+  ) => Effect.Effect<{ readonly record: ApiKeyRecord; readonly key: string }, NotFound>
+  readonly revoke: (keyId: string) => Effect.Effect<ApiKeyRecord, NotFound>
+  /** Resolves a bearer token to its principal; any doubt is `Unauthorized`. */
+  readonly authenticate: (token: string) => Effect.Effect<Principal, Unauthorized>
+}>() {}

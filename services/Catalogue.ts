@@ -1,0 +1,50 @@
+/**
+ * The model catalogue: which models exist, what they cost the customer, and
+ * the deployments (provider + upstream model) that serve each one.
+ */
+import { Context, type Option } from "effect"
+import type { Capability, Modality, PrivacyClass, ProviderConfig } from "./Config.ts"
+import type { Nanos } from "./Money.ts"
+import type { ProviderAdapter } from "./Providers.ts"
+
+export type Tier = "swift" | "balanced" | "pro" | "premier" | "embed" | "third_party"
+
+/** Nano-dollars per one million tokens. */
+export interface TokenPrice {
+  readonly input: Nanos
+  readonly output: Nanos | undefined
+}
+
+export interface Model {
+  readonly id: string
+  readonly name: string
+  readonly context: number
+  /** What the customer pays. */
+  readonly pricing: TokenPrice
+  readonly modalities: ReadonlyArray<Modality>
+  readonly capabilities: ReadonlyArray<Capability>
+  readonly supportedParameters: ReadonlyArray<string>
+  readonly quality: number
+  readonly tier: Tier
+  /** Classes that some deployment of this model can earn. */
+  readonly privacyClasses: ReadonlyArray<PrivacyClass>
+}
+
+export interface Deployment {
+  readonly model: string
+  readonly provider: ProviderConfig
+  readonly upstreamModel: string
+  /** What the upstream charges. */
+  readonly cost: TokenPrice
+  readonly privacyClasses: ReadonlyArray<PrivacyClass>
+  readonly adapter: ProviderAdapter
+}
+
+export class Catalogue extends Context.Tag("svc/Catalogue")<Catalogue, {
+  /** Models that have at least one deployment. */
+  readonly list: ReadonlyArray<Model>
+  /** A listed model by id. */
+  readonly get: (id: string) => Option.Option<Model>
+  /** Deployments that serve a model, in config order. */
+  readonly deployments: (modelId: string) => ReadonlyArray<Deployment>
+}>() {}

@@ -1,0 +1,130 @@
+/**
+ * Operator configuration: the JSON config file (CONTRACT.md "Configuration")
+ * and the environment overrides, decoded once at start.
+ */
+import { Context, Redacted, Schema } from "effect"
+
+/** Privacy classes, weakest to strongest. */
+export const PrivacyClass = Schema.Literal(
+  "standard_route",
+  "protected_provider_route",
+  "private_gateway_route",
+  "confidential_runtime_route"
+)
+export type PrivacyClass = typeof PrivacyClass.Type
+
+/** The spec's capability vocabulary (2.5), snake_cased. */
+export const Capability = Schema.Literal(
+  "chat",
+  "streaming",
+  "tools",
+  "structured_output",
+  "vision",
+  "reasoning",
+  "web_search",
+  "embeddings"
+)
+export type Capability = typeof Capability.Type
+
+export const Modality = Schema.Literal("text", "image")
+export type Modality = typeof Modality.Type
+
+/** A decimal string such as `"0.50"`; parsed into exact money where it is used. */
+const Decimal = Schema.String.pipe(
+  Schema.pattern(/^\d{1,18}(\.\d{1,9})?$/, {
+    message: () => "expected a non-negative decimal string with at most 9 decimal places, e.g. \"0.50\""
+  })
+)
+
+const PositiveInt = Schema.Int.pipe(Schema.positive())
+
+/** USD per one million tokens. */
+export const TokenPrices = Schema.Struct({
+  input: Decimal,
+  output: Schema.optional(Decimal)
+})
+
+export const ModelConfig = Schema.Struct({
+  id: Schema.String.pipe(
+    Schema.pattern(/^svc\/[A-Za-z0-9][A-Za-z0-9._:\-/]*$/, { message: () => "model ids look like svc/<name>" })
+  ),
+  name: Schema.optional(Schema.String),
+  context: PositiveInt,
+  pricing: TokenPrices,
+  modalities: Schema.Array(Modality).pipe(Schema.minItems(1)),
+  capabilities: Schema.Array(Capability).pipe(Schema.minItems(1)),
+  supported_parameters: Schema.optional(Schema.Array(Schema.String)),
+  /** Quality score in [0, 1], used by router modes. */
+  quality: Schema.optional(Schema.Number.pipe(Schema.between(0, 1)))
+})
+export type ModelConfig = typeof ModelConfig.Type
+
+export const Attestation = Schema.Struct({
+  url: Schema.String,
+  jwksUrl: Schema.String,
+  measurements: Schema.Array(Schema.String).pipe(Schema.minItems(1)),
+  maxAgeSeconds: PositiveInt
+})
+
+/** What the upstream promises about prompts; an omitted answer counts as the weak one. */
+export const ProviderPrivacy = Schema.Struct({
+  stores: Schema.optionalWith(Schema.Boolean, { default: () => true }),
+  logs: Schema.optionalWith(Schema.Boolean, { default: () => true }),
+  trains: Schema.optionalWith(Schema.Boolean, { default: () => true }),
+  operatorControlled: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  attestation: Schema.optional(Attestation)
+})
+export type ProviderPrivacy = typeof ProviderPrivacy.Type
+
+export const DeploymentConfig = Schema.Struct({
+  model: Schema.String,
+  /** The model name the upstream knows; defaults to the catalogue id without `svc/`. */
+  upstreamModel: Schema.optional(Schema.String),
+  /** What the upstream charges, USD per one million tokens. */
+  cost: Schema.optional(TokenPrices)
+})
+export type DeploymentConfig = typeof DeploymentConfig.Type
+
+export const ProviderConfig = Schema.Struct({
+  id: Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9_-]*$/, { message: () => "letters, digits, - and _" })),
+  plugin: Schema.String,
+  baseUrl: Schema.optional(Schema.String.pipe(Schema.pattern(/^https?:\/\//, { message: () => "expected an http(s) URL" }))),
+  apiKeyEnv: Schema.optional(Schema.String),
+  timeoutMs: Schema.optionalWith(PositiveInt, { default: () => 60_000 }),
+  privacy: Schema.optional(ProviderPrivacy),
+  deployments: Schema.Array(DeploymentConfig)
+})
+export type ProviderConfig = typeof ProviderConfig.Type
+
+/** The config file. */
+export const ConfigFile = Schema.Struct({
+  marginFloor: Schema.optional(Schema.partial(Schema.Record({ key: PrivacyClass, value: Decimal }))),
+  models: Schema.optionalWith(Schema.Array(ModelConfig), { default: () => [] }),
+  providers: Schema.optional(Schema.Array(ProviderConfig)),
+  limits: Schema.optionalWith(
+    Schema.Struct({
+      /** Largest accepted request body. */
+      maxBodyBytes: Schema.optionalWith(PositiveInt, { default: () => 20 * 1024 * 1024 })
+    }),
+    { default: () => ({ maxBodyBytes: 20 * 1024 * 1024 }) }
+  )
+})
+export type ConfigFile = typeof ConfigFile.Type
+
+/** The whole configuration the gateway runs with. */
+export interface AppConfigShape {
+  readonly file: ConfigFile
+  /** Providers in force: the file's, or the built-in sandbox when the file names none. */
+  readonly providers: ReadonlyArray<ProviderConfig>
+  readonly host: string
+  readonly port: number
+  /** Real PostgreSQL when set; otherwise the embedded database in `dataDir`. */
+  readonly databaseUrl: Redacted.Redacted<string> | undefined
+  readonly dataDir: string
+  readonly redisUrl: Redacted.Redacted<string> | undefined
+  readonly adminKey: Redacted.Redacted<string> | undefined
+  /** Where values of `apiKeyEnv` are looked up. */
+  readonly env: Readonly<Record<string, string | undefined>>
+}
+
+export class AppConfig extends Context.Tag("svc/AppConfig")<AppConfig, AppConfigShape>() {}

@@ -1,0 +1,54 @@
+/**
+ * Exact money. Amounts are integer nano-dollars (1e-9 USD) held in `bigint`;
+ * no binary floating point touches a balance, price or receipt. On the wire and
+ * in the database an amount is a decimal string with up to nine fraction digits
+ * (`"12.500000000"`).
+ */
+import { Option, ParseResult, Schema } from "effect"
+
+/** Integer nano-dollars. */
+export type Nanos = bigint
+
+const SCALE = 9
+const ONE_USD = 10n ** BigInt(SCALE)
+const DECIMAL = /^(-?)(\d{1,27})(?:\.(\d{1,9}))?$/
+
+/** Parses `"12.5"` into nano-dollars; none for anything that is not an exact decimal of at most 9 places. */
+export const parseUsd = (text: string): Option.Option<Nanos> => {
+  const match = DECIMAL.exec(text.trim())
+  if (match === null) return Option.none()
+  const [, sign, whole, fraction = ""] = match
+  const nanos = BigInt(whole!) * ONE_USD + BigInt(fraction.padEnd(SCALE, "0"))
+  return Option.some(sign === "-" ? -nanos : nanos)
+}
+
+/** Formats nano-dollars as a decimal string with exactly nine fraction digits. */
+export const formatUsd = (nanos: Nanos): string => {
+  const negative = nanos < 0n
+  const abs = negative ? -nanos : nanos
+  const whole = abs / ONE_USD
+  const fraction = (abs % ONE_USD).toString().padStart(SCALE, "0")
+  return `${negative ? "-" : ""}${whole}.${fraction}`
+}
+
+/** Decimal string (as stored or sent) ⇄ nano-dollars. */
+export const UsdFromString = Schema.transformOrFail(Schema.String, Schema.BigIntFromSelf, {
+  strict: true,
+  decode: (text, _, ast) =>
+    Option.match(parseUsd(text), {
+      onNone: () =>
+        ParseResult.fail(new ParseResult.Type(ast, text, "expected a decimal USD amount with at most 9 decimal places")),
+      onSome: ParseResult.succeed
+    }),
+  encode: (nanos) => ParseResult.succeed(formatUsd(nanos))
+}).annotations({ identifier: "UsdAmount", description: "USD as a decimal string, at most 9 decimal places" })
+
+/** A non-negative USD amount given as a decimal string. */
+export const NonNegativeUsd = UsdFromString.pipe(
+  Schema.filter((nanos) => nanos >= 0n || "must not be negative")
+)
+
+/** A strictly positive USD amount given as a decimal string. */
+export const PositiveUsd = UsdFromString.pipe(
+  Schema.filter((nanos) => nanos > 0n || "must be greater than zero")
+)

@@ -1,0 +1,67 @@
+/**
+ * Provider plugins and the adapters they make. An adapter speaks one upstream
+ * wire format and translates to and from the neutral chat shapes in Chat.ts;
+ * its failures are `UpstreamFailure`s, never the upstream's own error types.
+ */
+import { Context, Data, Effect, Layer, type Option, type Scope, type Stream } from "effect"
+import type { ChatChunk, ChatCompletion, ChatRequest } from "./Chat.ts"
+import type { ProviderConfig } from "./Config.ts"
+
+/** Why an upstream call failed. `detail` is for operators' logs only: it may name the upstream. */
+export class UpstreamFailure extends Data.TaggedError("UpstreamFailure")<{
+  readonly kind: "timeout" | "connection" | "status" | "protocol"
+  /** Upstream HTTP status, when it answered with one. */
+  readonly status?: number
+  readonly detail: string
+}> {}
+
+/** A provider entry of the config that its plugin cannot work with. */
+export class ProviderConfigError extends Data.TaggedError("ProviderConfigError")<{
+  /** Field path inside the provider entry, e.g. `baseUrl`. */
+  readonly field: string
+  readonly reason: string
+}> {}
+
+/** One call to an upstream: the caller's request and the upstream's name for the model. */
+export interface UpstreamCall {
+  readonly request: ChatRequest
+  readonly upstreamModel: string
+}
+
+export interface ProviderAdapter {
+  /** A whole completion. */
+  readonly complete: (call: UpstreamCall) => Effect.Effect<ChatCompletion, UpstreamFailure>
+  /**
+   * A streamed completion. The effect succeeds once the upstream has accepted
+   * the call (so a refusal can still become an HTTP error); closing the scope
+   * cancels the upstream request. The last chunk carries `usage` when known.
+   */
+  readonly stream: (
+    call: UpstreamCall
+  ) => Effect.Effect<Stream.Stream<ChatChunk, UpstreamFailure>, UpstreamFailure, Scope.Scope>
+}
+
+/** Privacy facts a plugin knows about itself, used when the config gives none. */
+export type PluginPrivacyDefaults = NonNullable<ProviderConfig["privacy"]>
+
+export interface ProviderPlugin {
+  /** The value of `plugin` in a provider's config entry. */
+  readonly id: string
+  readonly privacyDefaults?: PluginPrivacyDefaults
+  /** Builds the adapter for one provider entry; resources live as long as the scope. */
+  readonly make: (
+    provider: ProviderConfig,
+    env: Readonly<Record<string, string | undefined>>
+  ) => Effect.Effect<ProviderAdapter, ProviderConfigError, Scope.Scope>
+}
+
+/** Where provider plugins register themselves at start. */
+export class ProviderRegistry extends Context.Tag("svc/ProviderRegistry")<ProviderRegistry, {
+  readonly register: (plugin: ProviderPlugin) => Effect.Effect<void>
+  readonly get: (id: string) => Effect.Effect<Option.Option<ProviderPlugin>>
+  readonly ids: Effect.Effect<ReadonlyArray<string>>
+}>() {}
+
+/** The Layer a plugin file exports: registering `plugin` is all it does. */
+export const registerPlugin = (plugin: ProviderPlugin): Layer.Layer<never, never, ProviderRegistry> =>
+  Layer.effectDiscard(Effect.flatMap(ProviderRegistry, (registry) => registry.register(plugin)))
