@@ -79,6 +79,10 @@ const statuses = {
   UpstreamTimeout: 504
 } as const satisfies Record<ApiError["_tag"], number>
 
+/** Whether a value is one of the errors above. */
+export const isApiError = (value: unknown): value is ApiError =>
+  value instanceof Error && "_tag" in value && typeof value._tag === "string" && Object.hasOwn(statuses, value._tag)
+
 /** HTTP status of an error a caller can see. */
 export const statusOf = (error: ApiError): number => statuses[error._tag]
 

@@ -2,7 +2,7 @@
  * Operator configuration: the JSON config file (CONTRACT.md "Configuration")
  * and the environment overrides, decoded once at start.
  */
-import { Context, Redacted, Schema } from "effect"
+import { Context, Data, type Redacted, Schema } from "effect"
 
 /** Privacy classes, weakest to strongest. */
 export const PrivacyClass = Schema.Literal(
@@ -128,3 +128,13 @@ export interface AppConfigShape {
 }
 
 export class AppConfig extends Context.Tag("svc/AppConfig")<AppConfig, AppConfigShape>() {}
+
+/** A configuration the gateway refuses to start with; `field` is a path such as `providers[0].baseUrl`. */
+export class ConfigInvalid extends Data.TaggedError("ConfigInvalid")<{
+  readonly field: string
+  readonly reason: string
+}> {
+  get message() {
+    return `${this.field}: ${this.reason}`
+  }
+}

@@ -1,0 +1,20 @@
+/** Versioned schema migrations, run at start before anything serves. Same SQL on PostgreSQL 15 and PGlite. */
+import { Migrator } from "@effect/sql"
+import { Effect, Layer } from "effect"
+import accountsKeysLedger from "./migrations/0001_accounts_keys_ledger.ts"
+
+const migrate = Migrator.make({})({
+  loader: Migrator.fromRecord({
+    "0001_accounts_keys_ledger": accountsKeysLedger
+  }),
+  table: "svc_migrations"
+})
+
+export const MigrationsLive = Layer.effectDiscard(
+  migrate.pipe(
+    Effect.tap((applied) =>
+      Effect.forEach(applied, ([id, name]) => Effect.logInfo(`migration ${id} ${name} applied`), { discard: true })
+    ),
+    Effect.orDie
+  )
+)

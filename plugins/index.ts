@@ -1,0 +1,9 @@
+/** Every plugin the gateway ships. Adding one = one new file + one line here. */
+import { Layer } from "effect"
+import { OpenAiCompatiblePlugin } from "./openaiCompatible.ts"
+import { SandboxPlugin } from "./sandbox.ts"
+
+export const Plugins = Layer.mergeAll(
+  SandboxPlugin,
+  OpenAiCompatiblePlugin
+)

@@ -1,0 +1,36 @@
+/**
+ * The HTTP server: the API declaration implemented by its handlers, behind
+ * the edge middleware, with `/openapi.json`, on Node's http server.
+ */
+import { createServer } from "node:http"
+import { HttpApiBuilder, HttpMiddleware } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Effect, Layer } from "effect"
+import { AppConfig } from "../services/Config.ts"
+import { Api } from "./api/Api.ts"
+import { AdminHandlers } from "./handlers/Admin.ts"
+import { ChatHandlers } from "./handlers/Chat.ts"
+import { ModelsHandlers } from "./handlers/Models.ts"
+import { edgeMiddleware } from "./http/Edge.ts"
+import { SecurityLive } from "./http/SecurityLive.ts"
+
+const ApiLive = HttpApiBuilder.api(Api).pipe(
+  Layer.provide([ChatHandlers, ModelsHandlers, AdminHandlers]),
+  Layer.provide(SecurityLive)
+)
+
+const Edge = Layer.unwrapEffect(Effect.map(AppConfig, (config) => edgeMiddleware(config.file.limits.maxBodyBytes)))
+
+const Listener = Layer.unwrapEffect(
+  Effect.map(AppConfig, ({ host, port }) => NodeHttpServer.layer(createServer, { host, port }))
+)
+
+/** Serves the API; needs the core services and the config. */
+export const HttpLive = HttpApiBuilder.serve().pipe(
+  // Per-request tracing spans cost more than the rest of the edge; tracing is opt-in.
+  HttpMiddleware.withTracerDisabledWhen(() => true),
+  Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
+  Layer.provide(Edge),
+  Layer.provide(ApiLive),
+  Layer.provideMerge(Listener)
+)

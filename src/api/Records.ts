@@ -1,0 +1,86 @@
+/** Wire records of the operator API and the catalogue (snake_case, money as decimal strings). */
+import { Schema } from "effect"
+import { AccountName, CreditReference } from "../../services/Accounts.ts"
+import { Scope } from "../../services/ApiKeys.ts"
+import { Capability, Modality, PrivacyClass } from "../../services/Config.ts"
+import { NonNegativeUsd, PositiveUsd } from "../../services/Money.ts"
+
+const Usd = Schema.String.annotations({ description: "USD, decimal string with 9 decimal places" })
+const Timestamp = Schema.String.annotations({ description: "RFC 3339 UTC" })
+
+export const ModelRecord = Schema.Struct({
+  id: Schema.String,
+  object: Schema.Literal("model"),
+  name: Schema.String,
+  context_length: Schema.Int,
+  pricing: Schema.Struct({
+    input: Schema.String,
+    output: Schema.optional(Schema.String)
+  }).annotations({ description: "USD per one million tokens" }),
+  modalities: Schema.Array(Modality),
+  capabilities: Schema.Array(Capability),
+  supported_parameters: Schema.Array(Schema.String),
+  privacy_classes: Schema.Array(PrivacyClass),
+  tier: Schema.Literal("swift", "balanced", "pro", "premier", "embed", "third_party")
+}).annotations({ identifier: "Model" })
+
+export const ModelList = Schema.Struct({
+  object: Schema.Literal("list"),
+  data: Schema.Array(ModelRecord)
+}).annotations({ identifier: "ModelList" })
+
+export const AccountRecord = Schema.Struct({
+  id: Schema.String,
+  object: Schema.Literal("account"),
+  name: Schema.String,
+  balance_usd: Usd,
+  reserved_usd: Usd,
+  available_usd: Usd,
+  created_at: Timestamp
+}).annotations({ identifier: "Account" })
+
+export const CreateAccount = Schema.Struct({
+  name: AccountName,
+  credit_usd: Schema.optional(NonNegativeUsd)
+}).annotations({ identifier: "CreateAccount" })
+
+export const KeyRecord = Schema.Struct({
+  id: Schema.String,
+  object: Schema.Literal("api_key"),
+  account_id: Schema.String,
+  name: Schema.NullOr(Schema.String),
+  hint: Schema.String,
+  scopes: Schema.Array(Scope),
+  rpm: Schema.NullOr(Schema.Int),
+  tpm: Schema.NullOr(Schema.Int),
+  created_at: Timestamp,
+  revoked_at: Schema.NullOr(Timestamp)
+}).annotations({ identifier: "ApiKey" })
+
+export const CreatedKey = Schema.extend(
+  KeyRecord,
+  Schema.Struct({ key: Schema.String.annotations({ description: "The secret key; shown only this once" }) })
+).annotations({ identifier: "CreatedApiKey" })
+
+export const CreateKey = Schema.Struct({
+  name: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))),
+  scopes: Schema.NonEmptyArray(Scope),
+  rpm: Schema.optional(Schema.Int.pipe(Schema.positive())),
+  tpm: Schema.optional(Schema.Int.pipe(Schema.positive()))
+}).annotations({ identifier: "CreateApiKey" })
+
+export const LedgerEntryRecord = Schema.Struct({
+  id: Schema.String,
+  object: Schema.Literal("ledger_entry"),
+  account_id: Schema.String,
+  kind: Schema.Literal("credit", "charge"),
+  amount_usd: Usd,
+  reference: Schema.NullOr(Schema.String),
+  balance_after_usd: Usd,
+  created_at: Timestamp
+}).annotations({ identifier: "LedgerEntry" })
+
+export const AddCredits = Schema.Struct({
+  amount_usd: PositiveUsd,
+  reference: CreditReference
+}).annotations({ identifier: "AddCredits" })

@@ -1,0 +1,60 @@
+/** The operator API: translates between wire records and the Accounts and ApiKeys services. */
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
+import { type Account, Accounts, type LedgerEntry } from "../../services/Accounts.ts"
+import { type ApiKeyRecord, ApiKeys } from "../../services/ApiKeys.ts"
+import { formatUsd } from "../../services/Money.ts"
+import { Api } from "../api/Api.ts"
+import type { AccountRecord, KeyRecord, LedgerEntryRecord } from "../api/Records.ts"
+
+export const toAccountRecord = (account: Account): typeof AccountRecord.Type => ({
+  id: account.id,
+  object: "account",
+  name: account.name,
+  balance_usd: formatUsd(account.balance),
+  reserved_usd: formatUsd(account.reserved),
+  available_usd: formatUsd(account.balance - account.reserved),
+  created_at: account.createdAt.toISOString()
+})
+
+export const toKeyRecord = (key: ApiKeyRecord): typeof KeyRecord.Type => ({
+  id: key.id,
+  object: "api_key",
+  account_id: key.accountId,
+  name: key.name,
+  hint: key.hint,
+  scopes: key.scopes,
+  rpm: key.rpm,
+  tpm: key.tpm,
+  created_at: key.createdAt.toISOString(),
+  revoked_at: key.revokedAt?.toISOString() ?? null
+})
+
+export const toLedgerRecord = (entry: LedgerEntry): typeof LedgerEntryRecord.Type => ({
+  id: entry.id,
+  object: "ledger_entry",
+  account_id: entry.accountId,
+  kind: entry.kind,
+  amount_usd: formatUsd(entry.amount),
+  reference: entry.reference,
+  balance_after_usd: formatUsd(entry.balanceAfter),
+  created_at: entry.createdAt.toISOString()
+})
+
+export const AdminHandlers = HttpApiBuilder.group(Api, "admin", (handlers) =>
+  Effect.gen(function*() {
+    const accounts = yield* Accounts
+    const keys = yield* ApiKeys
+    return handlers
+      .handle("createAccount", ({ payload }) =>
+        Effect.map(accounts.create({ name: payload.name, credit: payload.credit_usd }), toAccountRecord))
+      .handle("getAccount", ({ path }) => Effect.map(accounts.get(path.id), toAccountRecord))
+      .handle("createKey", ({ path, payload }) =>
+        Effect.map(keys.create(path.id, payload), ({ key, record }) => ({ ...toKeyRecord(record), key })))
+      .handle("revokeKey", ({ path }) => Effect.map(keys.revoke(path.id), toKeyRecord))
+      .handle("addCredits", ({ path, payload }) =>
+        Effect.map(
+          accounts.addCredit(path.id, { amount: payload.amount_usd, reference: payload.reference }),
+          toLedgerRecord
+        ))
+  }))

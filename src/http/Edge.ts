@@ -1,0 +1,90 @@
+/**
+ * The edge every request passes: it names the request (`x-request-id`),
+ * enforces the body limit, and turns every failure that is not already one of
+ * our errors (unknown route, malformed or oversized body, schema mismatch,
+ * defects) into one, so every error leaves in the contract's envelope.
+ */
+import { FileSystem, Headers, HttpApiBuilder, HttpApp, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
+import { MaxBodySize } from "@effect/platform/HttpIncomingMessage"
+import { Cause, Effect, FiberRef, Option } from "effect"
+import {
+  type ApiError,
+  currentRequestId,
+  InternalError,
+  InvalidRequest,
+  isApiError,
+  NotFound,
+  PayloadTooLarge
+} from "../../services/ApiError.ts"
+import { randomId } from "../../layers/IdsLive.ts"
+import { Api } from "../api/Api.ts"
+
+const tooLarge = (limit: number) =>
+  new PayloadTooLarge({ message: `The request body is larger than the limit of ${limit} bytes.` })
+
+const fieldPath = (path: ReadonlyArray<PropertyKey>) =>
+  path.reduce<string>(
+    (out, key) => typeof key === "number" ? `${out}[${key}]` : out === "" ? String(key) : `${out}.${String(key)}`,
+    ""
+  )
+
+const fromDecodeError = (error: HttpApiDecodeError) => {
+  const [issue] = error.issues
+  const param = issue === undefined || issue.path.length === 0 ? null : fieldPath(issue.path)
+  return new InvalidRequest({
+    message: issue === undefined ? "The request does not match the API." : `${param ?? "body"}: ${issue.message}`,
+    param
+  })
+}
+
+/** Maps whatever failed into an error a caller may see; unexpected ones are logged and become 500. */
+const toApiError = (limit: number) => (cause: Cause.Cause<unknown>): Effect.Effect<ApiError> => {
+  const error = Cause.squash(cause)
+  if (isApiError(error)) return Effect.succeed(error)
+  if (error instanceof HttpApiDecodeError) return Effect.succeed(fromDecodeError(error))
+  if (HttpServerError.isServerError(error) && error._tag === "RouteNotFound") {
+    return Effect.succeed(new NotFound({ message: `No route ${error.request.method} ${error.request.url}.` }))
+  }
+  if (HttpServerError.isServerError(error) && error._tag === "RequestError") {
+    if (String((error.cause as Error | undefined)?.message).includes("maxBytes exceeded")) {
+      return Effect.succeed(tooLarge(limit))
+    }
+    if (error.cause instanceof SyntaxError) {
+      return Effect.succeed(new InvalidRequest({ message: `The body is not valid JSON: ${error.cause.message}` }))
+    }
+  }
+  return Effect.logError("unexpected failure", cause).pipe(
+    Effect.as(new InternalError({ message: "Something went wrong on our side; the request was not completed." }))
+  )
+}
+
+/**
+ * Every body we accept is JSON; callers such as `curl -d` label it as a form,
+ * so the body is read as JSON whatever its content type says.
+ */
+const asJson = (request: HttpServerRequest.HttpServerRequest) =>
+  request.headers["content-type"]?.includes("application/json") === true
+    ? request
+    : request.modify({ headers: Headers.set(request.headers, "content-type", "application/json") })
+
+/** The API-level middleware; `maxBodyBytes` from the config. */
+export const edgeMiddleware = (maxBodyBytes: number) =>
+  HttpApiBuilder.middleware(Api, (app) =>
+    Effect.gen(function*() {
+      const requestId = randomId("req")
+      // Set on the fiber (not `locally`) so the error encoder, which runs after us, still sees it.
+      yield* FiberRef.set(currentRequestId, requestId)
+      yield* HttpApp.appendPreResponseHandler((_, response) =>
+        Effect.succeed(HttpServerResponse.setHeader(response, "x-request-id", requestId))
+      )
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const declared = Number(request.headers["content-length"] ?? 0)
+      if (declared > maxBodyBytes) return yield* Effect.fail(tooLarge(maxBodyBytes))
+      return yield* app.pipe(
+        Effect.provideService(HttpServerRequest.HttpServerRequest, asJson(request)),
+        Effect.provideService(MaxBodySize, Option.some(FileSystem.Size(maxBodyBytes))),
+        Effect.catchAllCause((cause) => Effect.flip(toApiError(maxBodyBytes)(cause)))
+      )
+      // Endpoint-level errors pass through unchanged; the typing only knows the API-level ones.
+    }) as Effect.Effect<HttpServerResponse.HttpServerResponse, InvalidRequest, HttpServerRequest.HttpServerRequest>)

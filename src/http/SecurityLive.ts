@@ -1,0 +1,35 @@
+/**
+ * Implementations of the bearer-key middleware. The raw `Authorization`
+ * header is parsed here (HttpApi's own bearer decoder does not check the
+ * scheme), then the key is resolved and its scope checked.
+ */
+import { HttpServerRequest } from "@effect/platform"
+import { Effect, Layer } from "effect"
+import { Unauthorized } from "../../services/ApiError.ts"
+import { ApiKeys, type Scope } from "../../services/ApiKeys.ts"
+import { AdminScope, AnyKey, ChatScope } from "../api/Security.ts"
+
+const BEARER = /^Bearer +(\S+) *$/i
+
+const authenticate = (required: Scope | null) =>
+  Effect.map(ApiKeys, (keys) => ({
+    bearer: () =>
+      Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const token = BEARER.exec(request.headers.authorization ?? "")?.[1]
+        if (token === undefined) {
+          return yield* new Unauthorized({ message: "Send your API key as `Authorization: Bearer <key>`." })
+        }
+        const principal = yield* keys.authenticate(token)
+        if (required !== null && !principal.scopes.includes(required)) {
+          return yield* new Unauthorized({ message: `This endpoint needs a key with the "${required}" scope.` })
+        }
+        return principal
+      })
+  }))
+
+export const SecurityLive = Layer.mergeAll(
+  Layer.effect(AnyKey, authenticate(null)),
+  Layer.effect(ChatScope, authenticate("chat")),
+  Layer.effect(AdminScope, authenticate("admin"))
+)

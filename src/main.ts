@@ -1,0 +1,24 @@
+/**
+ * `npm start`: reads the config, migrates the database and serves until
+ * stopped. A bad config exits non-zero with one line naming the field.
+ */
+import { NodeRuntime } from "@effect/platform-node"
+import { Console, Effect, Layer } from "effect"
+import { ConfigLive } from "../layers/ConfigLive.ts"
+import { Core } from "../layers/Core.ts"
+import { AppConfig } from "../services/Config.ts"
+import { HttpLive } from "./Server.ts"
+
+const announce = Layer.effectDiscard(
+  Effect.flatMap(AppConfig, ({ host, port }) => Effect.logInfo(`svc listening on http://${host}:${port}/v1`))
+)
+
+const App = Layer.mergeAll(HttpLive, announce).pipe(Layer.provide(Core), Layer.provide(ConfigLive))
+
+Layer.launch(App).pipe(
+  Effect.catchTag("ConfigInvalid", (error) =>
+    Console.error(`svc: invalid configuration: ${error.message}`).pipe(
+      Effect.zipRight(Effect.sync(() => process.exit(1)))
+    )),
+  NodeRuntime.runMain
+)

@@ -1,0 +1,295 @@
+/**
+ * A fake OpenAI-compatible upstream on a real HTTP server (127.0.0.1, random
+ * port), scriptable per request, for adapter and end-to-end tests.
+ */
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http"
+import type { AddressInfo } from "node:net"
+import { Context, Effect, Layer } from "effect"
+
+export interface RecordedRequest {
+  readonly method: string
+  readonly path: string
+  readonly headers: IncomingHttpHeaders
+  /** Parsed JSON, or the raw text when it is not JSON. */
+  readonly body: any
+}
+
+/** How to answer; the empty behaviour is a well-behaved upstream. */
+export interface Behaviour {
+  /** Answer with this status and `errorBody` (default: an OpenAI-style error object). */
+  readonly status?: number
+  readonly errorBody?: unknown
+  /** Wait before sending headers (to trip header timeouts). */
+  readonly delayHeadersMs?: number
+  /** Wait between SSE frames. */
+  readonly chunkDelayMs?: number
+  /** Send this many SSE data frames, then keep the connection open forever (JSON: half a body). */
+  readonly hangAfterChunks?: number
+  /** Wait between `data: [DONE]` and ending the response (as separate packets do). */
+  readonly endDelayAfterDoneMs?: number
+  /** Send `: keep-alive` comment frames around every data frame. */
+  readonly keepAliveComments?: boolean
+  /** Send exactly this body instead of a generated answer. */
+  readonly raw?: { readonly body: string; readonly contentType?: string; readonly status?: number }
+}
+
+export interface FakeOpenAi {
+  /** Ends in `/v1`, like real upstreams. */
+  readonly baseUrl: string
+  readonly requests: Array<RecordedRequest>
+  /** Behaviour for every following request. */
+  readonly behave: (next: Behaviour) => void
+  /** Behaviour for the next request only; queued before the standing one. */
+  readonly behaveOnce: (next: Behaviour) => void
+  /** Responses the client abandoned before they were complete. */
+  readonly clientAborts: () => number
+  /** Resolves once `clientAborts()` reaches `count`. */
+  readonly waitForAborts: (count: number) => Promise<void>
+  /** TCP connections accepted so far (keep-alive reuse shows as fewer). */
+  readonly connections: () => number
+  readonly close: () => Promise<void>
+}
+
+export const FAKE_FINGERPRINT = "fp_fake_upstream"
+export const FAKE_PROVIDER_NAME = "acme-secret"
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+type Json = Record<string, any>
+
+const textOf = (content: unknown): string =>
+  typeof content === "string"
+    ? content
+    : Array.isArray(content)
+    ? content.filter((part) => part?.type === "text").map((part) => part.text).join("")
+    : ""
+
+const lastUserText = (body: Json): string =>
+  textOf([...(body.messages ?? [])].reverse().find((m: Json) => m?.role === "user")?.content)
+
+/** A value satisfying a JSON schema's required properties (simple types only). */
+export const sampleFromSchema = (schema: Json | undefined): unknown => {
+  switch (schema?.type) {
+    case "object": {
+      const required: Array<string> = schema.required ?? Object.keys(schema.properties ?? {})
+      return Object.fromEntries(required.map((key) => [key, sampleFromSchema(schema.properties?.[key])]))
+    }
+    case "array":
+      return []
+    case "number":
+    case "integer":
+      return 1
+    case "boolean":
+      return true
+    case "null":
+      return null
+    default:
+      return Array.isArray(schema?.enum) ? schema.enum[0] : "text"
+  }
+}
+
+const wordCount = (text: string) => text.split(/\s+/).filter(Boolean).length
+
+interface Answer {
+  readonly content: string | null
+  readonly toolCall?: { readonly id: string; readonly name: string; readonly arguments: string }
+  readonly pieces: ReadonlyArray<string>
+  readonly usage: Json
+}
+
+const answerFor = (body: Json): Answer => {
+  const tool = body.tools?.[0]?.function
+  const promptTokens = (body.messages ?? []).reduce((n: number, m: Json) => n + wordCount(textOf(m?.content)), 0) + 1
+  const usageFor = (completion: number) => ({
+    prompt_tokens: promptTokens,
+    completion_tokens: completion,
+    total_tokens: promptTokens + completion,
+    prompt_tokens_details: { cached_tokens: 0 }
+  })
+  if (tool && body.tool_choice !== "none") {
+    const args = JSON.stringify(sampleFromSchema(tool.parameters))
+    return {
+      content: null,
+      toolCall: { id: "call_fake_1", name: tool.name, arguments: args },
+      pieces: [args.slice(0, Math.ceil(args.length / 2)), args.slice(Math.ceil(args.length / 2))],
+      usage: usageFor(2)
+    }
+  }
+  const content = body.response_format?.type === "json_schema"
+    ? JSON.stringify(sampleFromSchema(body.response_format.json_schema?.schema))
+    : lastUserText(body)
+  const pieces = content.match(/\S+\s*/g) ?? [content]
+  return { content, pieces, usage: usageFor(pieces.length) }
+}
+
+/** Fields a real upstream adds that the gateway must not reveal. */
+const envelope = (body: Json, object: string) => ({
+  id: "chatcmpl-fake-1",
+  object,
+  created: 1_700_000_000,
+  model: body.model,
+  system_fingerprint: FAKE_FINGERPRINT,
+  provider: FAKE_PROVIDER_NAME
+})
+
+const completionJson = (body: Json, answer: Answer) => ({
+  ...envelope(body, "chat.completion"),
+  choices: [{
+    index: 0,
+    message: {
+      role: "assistant",
+      content: answer.content,
+      refusal: null,
+      ...(answer.toolCall
+        ? {
+          tool_calls: [{
+            id: answer.toolCall.id,
+            type: "function",
+            function: { name: answer.toolCall.name, arguments: answer.toolCall.arguments }
+          }]
+        }
+        : {}),
+      reasoning_content: "upstream-private reasoning"
+    },
+    finish_reason: answer.toolCall ? "tool_calls" : "stop",
+    native_finish_reason: "STOP",
+    logprobs: null
+  }],
+  usage: answer.usage
+})
+
+const chunkJsons = (body: Json, answer: Answer): Array<Json> => {
+  const chunk = (delta: Json, finish_reason: string | null = null) => ({
+    ...envelope(body, "chat.completion.chunk"),
+    choices: [{ index: 0, delta, finish_reason, native_finish_reason: finish_reason }],
+    ...(body.stream_options?.include_usage ? { usage: null } : {})
+  })
+  const deltas = answer.toolCall
+    ? [
+      { role: "assistant", content: null, tool_calls: [{ index: 0, id: answer.toolCall.id, type: "function", function: { name: answer.toolCall.name, arguments: "" } }] },
+      ...answer.pieces.map((piece) => ({ tool_calls: [{ index: 0, function: { arguments: piece } }] }))
+    ]
+    : [{ role: "assistant", content: "" }, ...answer.pieces.map((content) => ({ content }))]
+  const chunks: Array<Json> = [...deltas.map((delta) => chunk(delta)), chunk({}, answer.toolCall ? "tool_calls" : "stop")]
+  if (body.stream_options?.include_usage) {
+    chunks.push({ ...envelope(body, "chat.completion.chunk"), choices: [], usage: answer.usage })
+  }
+  return chunks
+}
+
+const write = (res: ServerResponse, text: string) => {
+  if (!res.destroyed) res.write(text)
+}
+
+const answer = async (res: ServerResponse, body: Json, behaviour: Behaviour) => {
+  if (behaviour.delayHeadersMs) await sleep(behaviour.delayHeadersMs)
+  if (res.destroyed) return
+  if (behaviour.raw) {
+    res.writeHead(behaviour.raw.status ?? 200, { "content-type": behaviour.raw.contentType ?? "application/json" })
+    return res.end(behaviour.raw.body)
+  }
+  if (behaviour.status) {
+    const error = behaviour.errorBody ?? { error: { message: "fake upstream error", type: "fake_error", code: behaviour.status } }
+    res.writeHead(behaviour.status, { "content-type": "application/json" })
+    return res.end(typeof error === "string" ? error : JSON.stringify(error))
+  }
+  const reply = answerFor(body)
+  if (!body.stream) {
+    const json = JSON.stringify(completionJson(body, reply))
+    res.writeHead(200, { "content-type": "application/json" })
+    if (behaviour.hangAfterChunks !== undefined) return write(res, json.slice(0, json.length / 2))
+    return res.end(json)
+  }
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
+  const keepAlive = () => behaviour.keepAliveComments && write(res, ": keep-alive\n\n")
+  const frames = chunkJsons(body, reply)
+  for (const [i, frame] of frames.entries()) {
+    if (i === behaviour.hangAfterChunks) return
+    if (i > 0 && behaviour.chunkDelayMs) await sleep(behaviour.chunkDelayMs)
+    keepAlive()
+    write(res, `data: ${JSON.stringify(frame)}\n\n`)
+  }
+  if (behaviour.hangAfterChunks !== undefined && behaviour.hangAfterChunks >= frames.length) return
+  keepAlive()
+  write(res, "data: [DONE]\n\n")
+  if (behaviour.endDelayAfterDoneMs) await sleep(behaviour.endDelayAfterDoneMs)
+  if (!res.destroyed) res.end()
+}
+
+export const startFakeOpenAi = async (): Promise<FakeOpenAi> => {
+  const requests: Array<RecordedRequest> = []
+  const once: Array<Behaviour> = []
+  let standing: Behaviour = {}
+  let aborts = 0
+  let connections = 0
+  const abortWaiters = new Set<() => void>()
+  const noteAbort = () => {
+    aborts += 1
+    for (const wake of abortWaiters) wake()
+  }
+
+  const server = createServer(async (req, res) => {
+    const parts: Array<Buffer> = []
+    for await (const part of req) parts.push(part as Buffer)
+    const text = Buffer.concat(parts).toString("utf8")
+    let body: any = text
+    try {
+      body = JSON.parse(text)
+    } catch {
+      // Recorded as text: a test may be checking exactly that.
+    }
+    const path = req.url ?? "/"
+    requests.push({ method: req.method ?? "", path, headers: req.headers, body })
+    res.on("close", () => {
+      if (!res.writableFinished) noteAbort()
+    })
+    if (req.method !== "POST" || !path.endsWith("/chat/completions")) {
+      res.writeHead(404, { "content-type": "application/json" })
+      return res.end(JSON.stringify({ error: { message: `no route ${req.method} ${path}` } }))
+    }
+    await answer(res, typeof body === "object" && body !== null ? body : {}, once.shift() ?? standing)
+  })
+  server.on("connection", () => {
+    connections += 1
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  const { port } = server.address() as AddressInfo
+
+  return {
+    baseUrl: `http://127.0.0.1:${port}/v1`,
+    requests,
+    behave: (next) => {
+      standing = next
+    },
+    behaveOnce: (next) => {
+      once.push(next)
+    },
+    clientAborts: () => aborts,
+    waitForAborts: (count) =>
+      new Promise((resolve) => {
+        const check = () => {
+          if (aborts < count) return
+          abortWaiters.delete(check)
+          resolve()
+        }
+        abortWaiters.add(check)
+        check()
+      }),
+    connections: () => connections,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      })
+  }
+}
+
+/** The fake upstream for the current scope. */
+export const acquireFakeOpenAi = Effect.acquireRelease(
+  Effect.promise(startFakeOpenAi),
+  (upstream) => Effect.promise(upstream.close)
+)
+
+export class FakeOpenAiUpstream extends Context.Tag("test/FakeOpenAiUpstream")<FakeOpenAiUpstream, FakeOpenAi>() {
+  static readonly layer = Layer.scoped(FakeOpenAiUpstream, acquireFakeOpenAi)
+}
