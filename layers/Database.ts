@@ -3,11 +3,12 @@
  * otherwise embedded PGlite in the data directory. Both go through the same
  * `pg` driver, so queries and type parsing are identical.
  */
-import { mkdirSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
 import { PgClient } from "@effect/sql-pg"
 import { PGlite } from "@electric-sql/pglite"
 import { createPgConfig } from "@electric-sql/pglite/node-postgres"
-import { Effect, Layer } from "effect"
+import { Data, Effect, Layer } from "effect"
 import pg from "pg"
 import { AppConfig } from "../services/Config.ts"
 
@@ -20,14 +21,46 @@ export const pgliteSqlClient = (pglite: PGlite) =>
     )
   })
 
+/** The embedded database is used by `dataDir`'s owner process: another one would corrupt it. */
+export class DataDirInUse extends Data.TaggedError("DataDirInUse")<{ readonly dataDir: string; readonly pid: number }> {
+  get message() {
+    return `the embedded database in ${this.dataDir} is in use by process ${this.pid}; stop it, or share a PostgreSQL server through DATABASE_URL`
+  }
+}
+
+const isAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
+
+/** Takes the data directory's owner file, replacing one left by a dead process. */
+const lockDataDir = (dataDir: string) =>
+  Effect.acquireRelease(
+    Effect.suspend(() => {
+      mkdirSync(dataDir, { recursive: true })
+      const lockFile = join(dataDir, "svc.pid")
+      const owner = existsSync(lockFile) ? Number(readFileSync(lockFile, "utf8")) : NaN
+      if (Number.isInteger(owner) && owner !== process.pid && isAlive(owner)) {
+        return Effect.fail(new DataDirInUse({ dataDir, pid: owner }))
+      }
+      writeFileSync(lockFile, String(process.pid))
+      return Effect.succeed(lockFile)
+    }),
+    (lockFile) => Effect.sync(() => rmSync(lockFile, { force: true }))
+  )
+
 /** Opens (or creates) the embedded database in `dataDir` for as long as the scope lives. */
 export const openPglite = (dataDir: string) =>
-  Effect.acquireRelease(
-    Effect.promise(() => {
-      mkdirSync(dataDir, { recursive: true })
-      return PGlite.create(dataDir)
-    }),
-    (pglite) => Effect.promise(() => pglite.close())
+  Effect.zipRight(
+    lockDataDir(dataDir),
+    Effect.acquireRelease(
+      Effect.promise(() => PGlite.create(dataDir)),
+      (pglite) => Effect.promise(() => pglite.close())
+    )
   )
 
 export const DatabaseLive = Layer.unwrapScoped(

@@ -4,7 +4,8 @@
  * fields only, so nothing upstream-specific reaches our callers.
  */
 import * as Sse from "@effect/experimental/Sse"
-import { Deferred, Effect, Stream } from "effect"
+import type { Readable } from "node:stream"
+import { Deferred, Effect, Option, Stream } from "effect"
 import { Agent, type Dispatcher } from "undici"
 import type { ChatChunk, ChatCompletion, FinishReason, ToolCall, ToolCallDelta, Usage } from "../services/Chat.ts"
 import type { ProviderConfig } from "../services/Config.ts"
@@ -239,11 +240,26 @@ const protocolFailureOf = (error: unknown) =>
 
 // ---- SSE -----------------------------------------------------------------
 
+/**
+ * The response body as a stream. Releasing destroys the body at once:
+ * `fromAsyncIterable` would await `return()`, which queues behind a pending read.
+ */
+const bodyBytes = (body: Readable): Stream.Stream<Uint8Array, UpstreamFailure> =>
+  Stream.unwrapScoped(Effect.map(
+    Effect.acquireRelease(Effect.sync(() => body[Symbol.asyncIterator]()), () => Effect.sync(() => body.destroy())),
+    (iterator) =>
+      Stream.repeatEffectOption(
+        Effect.tryPromise({ try: () => iterator.next(), catch: (error) => Option.some(failureOf(error)) }).pipe(
+          Effect.flatMap((next) => (next.done ? Effect.fail(Option.none()) : Effect.succeed(next.value as Uint8Array)))
+        )
+      )
+  ))
+
 /** How long to let the response end after `[DONE]`, so its connection stays reusable. */
 const drainAfterDone = "250 millis"
 
 /** Chat chunks from an SSE body; one parser per stream, ends at `data: [DONE]`. */
-const sseChunks = (body: AsyncIterable<Uint8Array>, fallbackModel: string): Stream.Stream<ChatChunk, UpstreamFailure> =>
+const sseChunks = (body: Readable, fallbackModel: string): Stream.Stream<ChatChunk, UpstreamFailure> =>
   Stream.unwrap(Effect.map(Deferred.make<void>(), (sawDone) => {
     const decoder = new TextDecoder()
     let frames: Array<Sse.Event> = []
@@ -276,8 +292,8 @@ const sseChunks = (body: AsyncIterable<Uint8Array>, fallbackModel: string): Stre
       return done ? Effect.as(Deferred.succeed(sawDone, undefined), out) : Effect.succeed(out)
     }
     // After [DONE] the body is read to its end (bounded) rather than destroyed.
-    return Stream.fromAsyncIterable(body, failureOf).pipe(
-      Stream.interruptWhen(Deferred.await(sawDone)),
+    return bodyBytes(body).pipe(
+      Stream.interruptWhen(Effect.zipRight(Deferred.await(sawDone), Effect.sleep(drainAfterDone))),
       Stream.catchAll((failure) => (done ? Stream.empty : Stream.fail(failure))),
       Stream.mapConcatEffect(feed),
       Stream.concat(Stream.suspend(() => done ? Stream.empty : Stream.fail(protocolFailure("upstream stream ended before [DONE]"))))

@@ -15,10 +15,12 @@ const announce = Layer.effectDiscard(
 
 const App = Layer.mergeAll(HttpLive, announce).pipe(Layer.provide(Core), Layer.provide(ConfigLive))
 
+const stop = (line: string) => Console.error(`svc: ${line}`).pipe(Effect.zipRight(Effect.sync(() => process.exit(1))))
+
 Layer.launch(App).pipe(
-  Effect.catchTag("ConfigInvalid", (error) =>
-    Console.error(`svc: invalid configuration: ${error.message}`).pipe(
-      Effect.zipRight(Effect.sync(() => process.exit(1)))
-    )),
+  Effect.catchTags({
+    ConfigInvalid: (error) => stop(`invalid configuration: ${error.message}`),
+    DataDirInUse: (error) => stop(error.message)
+  }),
   NodeRuntime.runMain
 )

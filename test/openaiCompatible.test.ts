@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
-import { Chunk, Effect, Exit, Scope, Stream } from "effect"
+import { Chunk, Deferred, Duration, Effect, Exit, Scope, Stream } from "effect"
 import { plugin } from "../plugins/openaiCompatible.ts"
 import type { ChatRequest } from "../services/Chat.ts"
 import type { ProviderConfig } from "../services/Config.ts"
@@ -240,6 +240,21 @@ describe("openai-compatible plugin", () => {
       yield* adapter.stream(callWith()).pipe(Scope.extend(unread))
       yield* Scope.close(unread, Exit.void)
       yield* waitForAborts(upstream, 2)
+    }))
+
+  it.scopedLive("aborts at once when the scope closes while waiting for upstream data", () =>
+    Effect.gen(function*() {
+      const { adapter, upstream } = yield* setup({ timeoutMs: 10_000 })
+      upstream.behave({ hangAfterChunks: 2 })
+      const scope = yield* Scope.make()
+      const stream = yield* adapter.stream(callWith()).pipe(Scope.extend(scope))
+      const received = yield* Deferred.make<void>()
+      yield* stream.pipe(Stream.runForEach(() => Deferred.succeed(received, undefined)), Effect.forkIn(scope))
+      yield* Deferred.await(received)
+      yield* Effect.sleep("50 millis")
+      const [elapsed] = yield* Effect.timed(Scope.close(scope, Exit.void))
+      expect(Duration.toMillis(elapsed)).toBeLessThan(1_000)
+      yield* waitForAborts(upstream, 1)
     }))
 
   it.scopedLive("reuses the connection across calls", () =>

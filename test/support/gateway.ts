@@ -1,0 +1,107 @@
+/**
+ * A real gateway for acceptance tests: the whole app (the same layers `npm
+ * start` runs) on a random loopback port, over a fresh database, with a known
+ * bootstrap admin key. Tests talk to it over HTTP only.
+ */
+import { randomBytes } from "node:crypto"
+import { mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { HttpServer } from "@effect/platform"
+import { SqlClient } from "@effect/sql"
+import { Effect, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
+import { loadConfig } from "../../layers/ConfigLive.ts"
+import { Core } from "../../layers/Core.ts"
+import { AppConfig } from "../../services/Config.ts"
+import { HttpLive } from "../../src/Server.ts"
+import { freshDatabase } from "./database.ts"
+
+export interface TestGateway {
+  /** `http://127.0.0.1:<port>` */
+  readonly url: string
+  readonly adminKey: string
+  /** A JSON request; `key` defaults to the admin key. */
+  readonly request: (
+    method: string,
+    path: string,
+    options?: { readonly body?: unknown; readonly key?: string | null; readonly headers?: Record<string, string> }
+  ) => Promise<{ status: number; headers: Headers; body: any; text: string }>
+  /** An account with the given credit and a key with the given scopes. */
+  readonly account: (options?: { credit?: string; scopes?: ReadonlyArray<string> }) => Promise<{ id: string; key: string; keyId: string }>
+  /** Runs SQL against the gateway's own database. */
+  readonly query: <Row = Record<string, unknown>>(text: string, params?: ReadonlyArray<unknown>) => Promise<ReadonlyArray<Row>>
+  readonly close: () => Promise<void>
+}
+
+export const startGateway = async (
+  options: { readonly config?: unknown; readonly env?: Record<string, string> } = {}
+): Promise<TestGateway> => {
+  const database = await freshDatabase()
+  const dir = mkdtempSync(join(tmpdir(), "svc-test-config-"))
+  const configPath = join(dir, "svc.config.json")
+  if (options.config !== undefined) writeFileSync(configPath, JSON.stringify(options.config))
+  const adminKey = `admin_${randomBytes(16).toString("hex")}`
+  const config = await Effect.runPromise(
+    loadConfig(
+      {
+        ...database.env,
+        PORT: "0",
+        HOST: "127.0.0.1",
+        SVC_ADMIN_KEY: adminKey,
+        SVC_CONFIG: options.config === undefined ? "" : configPath,
+        ...options.env
+      },
+      dir
+    )
+  )
+  const runtime = ManagedRuntime.make(
+    HttpLive.pipe(
+      Layer.provideMerge(Core),
+      Layer.provide(Layer.succeed(AppConfig, config)),
+      Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
+    )
+  )
+  const server = await runtime.runPromise(HttpServer.HttpServer).catch(async (error) => {
+    await database.drop()
+    throw error
+  })
+  const { port } = server.address as HttpServer.TcpAddress
+  const url = `http://127.0.0.1:${port}`
+
+  const request: TestGateway["request"] = async (method, path, { body, headers, key = adminKey } = {}) => {
+    const response = await fetch(`${url}${path}`, {
+      method,
+      headers: {
+        ...(key === null ? {} : { authorization: `Bearer ${key}` }),
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+        ...headers
+      },
+      ...(body === undefined ? {} : { body: typeof body === "string" ? body : JSON.stringify(body) })
+    })
+    const text = await response.text()
+    let parsed: unknown = undefined
+    try {
+      parsed = JSON.parse(text)
+    } catch {
+      // Not JSON: tests assert on `text`.
+    }
+    return { status: response.status, headers: response.headers, body: parsed, text }
+  }
+
+  return {
+    url,
+    adminKey,
+    request,
+    account: async ({ credit = "10", scopes = ["chat"] } = {}) => {
+      const account = await request("POST", "/v1/admin/accounts", { body: { name: "test", credit_usd: credit } })
+      const key = await request("POST", `/v1/admin/accounts/${account.body.id}/keys`, { body: { scopes } })
+      return { id: account.body.id, key: key.body.key, keyId: key.body.id }
+    },
+    query: (text, params = []) =>
+      runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(text, params))) as any,
+    close: async () => {
+      await runtime.dispose()
+      await database.drop()
+    }
+  }
+}
