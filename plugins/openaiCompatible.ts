@@ -264,8 +264,8 @@ const sseChunks = (body: Readable, fallbackModel: string): Stream.Stream<ChatChu
     const decoder = new TextDecoder()
     let frames: Array<Sse.Event> = []
     let done = false
+    // The parser, not `Sse.makeChannel`: the channel dies on oversized events and sleeps on `retry:`.
     const parser = Sse.makeParser((event) => {
-      // `retry:` only concerns browsers reconnecting; we never reconnect.
       if (event._tag === "Event") frames.push(event)
     })
     const feed = (bytes: Uint8Array): Effect.Effect<Array<ChatChunk>, UpstreamFailure> => {

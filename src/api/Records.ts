@@ -64,7 +64,7 @@ export const CreatedKey = Schema.extend(
 
 export const CreateKey = Schema.Struct({
   name: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))),
-  scopes: Schema.NonEmptyArray(Scope),
+  scopes: Schema.Array(Scope).pipe(Schema.minItems(1)),
   rpm: Schema.optional(Schema.Int.pipe(Schema.positive())),
   tpm: Schema.optional(Schema.Int.pipe(Schema.positive()))
 }).annotations({ identifier: "CreateApiKey" })

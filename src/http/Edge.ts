@@ -19,6 +19,7 @@ import {
 } from "../../services/ApiError.ts"
 import { randomId } from "../../layers/IdsLive.ts"
 import { Api } from "../api/Api.ts"
+import { withChunkedBody } from "./chunkedBody.ts"
 
 const tooLarge = (limit: number) =>
   new PayloadTooLarge({ message: `The request body is larger than the limit of ${limit} bytes.` })
@@ -78,11 +79,16 @@ export const edgeMiddleware = (maxBodyBytes: number) =>
       yield* HttpApp.appendPreResponseHandler((_, response) =>
         Effect.succeed(HttpServerResponse.setHeader(response, "x-request-id", requestId))
       )
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const declared = Number(request.headers["content-length"] ?? 0)
-      if (declared > maxBodyBytes) return yield* Effect.fail(tooLarge(maxBodyBytes))
+      let request = asJson(yield* HttpServerRequest.HttpServerRequest)
+      const declared = request.headers["content-length"]
+      if (Number(declared ?? 0) > maxBodyBytes) return yield* Effect.fail(tooLarge(maxBodyBytes))
+      if (declared === undefined && request.headers["transfer-encoding"] !== undefined) {
+        const read = yield* withChunkedBody(request, maxBodyBytes)
+        if (read === undefined) return yield* Effect.fail(tooLarge(maxBodyBytes))
+        request = read
+      }
       return yield* app.pipe(
-        Effect.provideService(HttpServerRequest.HttpServerRequest, asJson(request)),
+        Effect.provideService(HttpServerRequest.HttpServerRequest, request),
         Effect.provideService(MaxBodySize, Option.some(FileSystem.Size(maxBodyBytes))),
         Effect.catchAllCause((cause) => Effect.flip(toApiError(maxBodyBytes)(cause)))
       )
