@@ -32,9 +32,12 @@ const flagOf: Record<string, string> = {
 /** Decodes the flags with the API's request schema; the first problem becomes an `InvalidRequest`. */
 const decode = <A, I>(schema: Schema.Schema<A, I>, input: { readonly [K in keyof I]-?: unknown }) =>
   Effect.mapError(Schema.decodeUnknown(schema, { errors: "first" })(input), (error) => {
-    const [issue] = ParseResult.ArrayFormatter.formatErrorSync(error)
-    const field = String(issue?.path[0] ?? "")
-    return new InvalidRequest({ message: `${flagOf[field] ?? field}: ${issue?.message}`, param: field })
+    const issues = ParseResult.ArrayFormatter.formatErrorSync(error)
+    const path = String(issues[0]?.path)
+    const field = String(issues[0]?.path[0] ?? "")
+    // A union (such as a scope) fails once per member: together they list what is allowed.
+    const reason = issues.filter((issue) => String(issue.path) === path).map((issue) => issue.message).join("; ")
+    return new InvalidRequest({ message: `${flagOf[field] ?? field}: ${reason}`, param: field })
   })
 
 /** Runs against the services (the database opens only once the input is valid) and prints the record. */

@@ -1,0 +1,141 @@
+/**
+ * The operator CLI as an operator runs it: one child process per command, one
+ * database for the whole scenario (a fresh PostgreSQL database when
+ * `DATABASE_URL` is set, else a fresh embedded one).
+ */
+import { spawn } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import pg from "pg"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+
+const cwd = join(import.meta.dirname, "..")
+const serverUrl = process.env.DATABASE_URL
+const database = `svc_cli_${randomBytes(6).toString("hex")}`
+let dir = ""
+let env: NodeJS.ProcessEnv = {}
+
+const withServer = async (sql: string) => {
+  const client = new pg.Client({ connectionString: serverUrl })
+  await client.connect()
+  try {
+    await client.query(sql)
+  } finally {
+    await client.end()
+  }
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "svc-cli-"))
+  // An explicit empty config file, so a developer's ./svc.config.json cannot leak in.
+  writeFileSync(join(dir, "config.json"), "{}")
+  const { DATABASE_URL: _, PORT: __, ...inherited } = process.env
+  env = { ...inherited, SVC_CONFIG: join(dir, "config.json"), SVC_DATA_DIR: join(dir, "data") }
+  if (serverUrl !== undefined) {
+    await withServer(`CREATE DATABASE ${database}`)
+    const url = new URL(serverUrl)
+    url.pathname = `/${database}`
+    env.DATABASE_URL = url.toString()
+  }
+})
+
+afterAll(async () => {
+  if (serverUrl !== undefined) await withServer(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
+  rmSync(dir, { recursive: true, force: true })
+})
+
+interface Run {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+const svc = (args: ReadonlyArray<string>, extraEnv: NodeJS.ProcessEnv = {}) =>
+  new Promise<Run>((resolve, reject) => {
+    const child = spawn("node_modules/.bin/tsx", ["src/cli.ts", ...args], { cwd, env: { ...env, ...extraEnv } })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (chunk) => (stdout += chunk))
+    child.stderr.on("data", (chunk) => (stderr += chunk))
+    child.on("error", reject)
+    child.on("close", (code) => resolve({ code, stdout, stderr }))
+  })
+
+/** A successful command: exit 0, nothing on stderr, one JSON record on stdout. */
+const ok = async (...args: Array<string>) => {
+  const run = await svc(args)
+  expect(run.stderr).toBe("")
+  expect(run.code).toBe(0)
+  return JSON.parse(run.stdout)
+}
+
+/** A failed command: exit 1, nothing on stdout, exactly one line on stderr. */
+const fails = async (args: ReadonlyArray<string>, extraEnv?: NodeJS.ProcessEnv) => {
+  const run = await svc(args, extraEnv)
+  expect(run.stdout).toBe("")
+  expect(run.code).toBe(1)
+  expect(run.stderr).toMatch(/^svc: [^\n]+\n$/)
+  return run.stderr.trimEnd()
+}
+
+const slow = 120_000
+
+describe("svc CLI", () => {
+  let account = ""
+
+  it("creates an account with credit and shows it", async () => {
+    const created = await ok("accounts", "create", "--name", "Acme", "--credit", "12.345678901")
+    expect(created).toMatchObject({ object: "account", name: "Acme", balance_usd: "12.345678901" })
+    account = created.id
+    expect(await ok("accounts", "show", account)).toEqual(created)
+  }, slow)
+
+  it("creates a key with scopes, shown once with its secret, and revokes it", async () => {
+    const key = await ok("keys", "create", account, "--scope", "chat", "--scope", "monitoring", "--name", "ci", "--rpm", "60")
+    expect(key).toMatchObject({
+      object: "api_key",
+      account_id: account,
+      name: "ci",
+      scopes: ["chat", "monitoring"],
+      rpm: 60,
+      tpm: null,
+      revoked_at: null
+    })
+    expect(key.key.startsWith(key.hint)).toBe(true)
+    const revoked = await ok("keys", "revoke", key.id)
+    expect(revoked).toMatchObject({ id: key.id, scopes: ["chat", "monitoring"] })
+    expect(revoked.revoked_at).toEqual(expect.any(String))
+    expect(revoked).not.toHaveProperty("key")
+  }, slow)
+
+  it("adds credits once per reference", async () => {
+    const first = await ok("credits", "add", account, "--amount", "0.1", "--reference", "inv-1")
+    expect(first).toMatchObject({ kind: "credit", amount_usd: "0.100000000", balance_after_usd: "12.445678901" })
+    expect(await ok("credits", "add", account, "--amount", "0.1", "--reference", "inv-1")).toEqual(first)
+    expect(await ok("accounts", "show", account)).toMatchObject({ balance_usd: "12.445678901" })
+    expect(await fails(["credits", "add", account, "--amount", "0.2", "--reference", "inv-1"])).toMatch(
+      /^svc: idempotency_conflict: /
+    )
+  }, slow)
+
+  it("reports unknown ids and invalid input in one line", async () => {
+    expect(await fails(["accounts", "show", "acct_x"])).toBe("svc: not_found: No account acct_x.")
+    expect(await fails(["credits", "add", account, "--amount", "-5", "--reference", "inv-2"])).toBe(
+      "svc: invalid_request: --amount: must be greater than zero"
+    )
+    expect(await fails(["keys", "create", account, "--scope", "root"])).toMatch(
+      /^svc: invalid_request: --scope: Expected "chat", actual "root"; .*"monitoring"/
+    )
+    expect(await fails(["accounts", "show", account], { SVC_CONFIG: join(dir, "missing.json") })).toMatch(
+      /^svc: invalid configuration: SVC_CONFIG: no file at /
+    )
+  }, slow)
+
+  it("exits non-zero on a usage error", async () => {
+    const run = await svc(["accounts", "create"])
+    expect(run.code).not.toBe(0)
+    expect(run.stdout).toBe("")
+  }, slow)
+})
