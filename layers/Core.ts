@@ -29,4 +29,5 @@ const Catalogue = CatalogueLive.pipe(
 
 const Chat = ChatGatewayLive.pipe(Layer.provideMerge(Catalogue))
 
-export const Core = Layer.mergeAll(Ledger, Chat).pipe(Layer.provideMerge(IdsLive))
+// The catalogue is built first: a config mistake it finds stops the start before the database opens.
+export const Core = Ledger.pipe(Layer.provideMerge(Chat), Layer.provideMerge(IdsLive))

@@ -66,6 +66,19 @@ export const ErrorEnvelope = Schema.Struct({
   })
 }).annotations({ identifier: "ErrorEnvelope" })
 
+/** What each error means, for the API document. */
+const descriptions: Record<ApiError["_tag"], string> = {
+  InvalidRequest: "The request is malformed, does not match the schema, or names an unknown model",
+  Unauthorized: "The API key is missing, unknown, revoked, or lacks the endpoint's scope",
+  Forbidden: "The key may not use this selector",
+  NotFound: "No such resource for this account",
+  Conflict: "The idempotency reference or key was used before with different content",
+  PayloadTooLarge: "The request body is over the configured limit",
+  InternalError: "A fault on our side",
+  UpstreamError: "Every eligible route failed",
+  UpstreamTimeout: "Every eligible route timed out"
+}
+
 /** HTTP status of each error class. */
 const statuses = {
   InvalidRequest: 400,
@@ -97,7 +110,10 @@ const onTheWire = <A extends ApiError>(errorClass: Schema.Schema<A, any> & { rea
       Effect.map(FiberRef.get(currentRequestId), (request_id) => ({
         error: { code: error.code, message: error.message, param: error.param ?? null, request_id }
       }))
-  }).annotations(HttpApiSchema.annotations({ status: statuses[errorClass._tag] })) as any as Schema.Schema<A, unknown>
+  }).annotations({
+    ...HttpApiSchema.annotations({ status: statuses[errorClass._tag] }),
+    description: descriptions[errorClass._tag]
+  }) as any as Schema.Schema<A, unknown>
 
 /** Wire schemas of the errors, for HttpApi declarations. */
 export const Wire = {

@@ -1,48 +1,31 @@
 /**
  * The operator CLI as an operator runs it: one child process per command, one
- * database for the whole scenario (a fresh PostgreSQL database when
- * `DATABASE_URL` is set, else a fresh embedded one).
+ * fresh database for the whole scenario (PostgreSQL when `DATABASE_URL` is
+ * set, else a copy of the embedded template).
  */
 import { spawn } from "node:child_process"
-import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { freshDatabase, type TestDatabase } from "./support/database.ts"
 
 const cwd = join(import.meta.dirname, "..")
-const serverUrl = process.env.DATABASE_URL
-const database = `svc_cli_${randomBytes(6).toString("hex")}`
 let dir = ""
+let database: TestDatabase | undefined
 let env: NodeJS.ProcessEnv = {}
-
-const withServer = async (sql: string) => {
-  const client = new pg.Client({ connectionString: serverUrl })
-  await client.connect()
-  try {
-    await client.query(sql)
-  } finally {
-    await client.end()
-  }
-}
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "svc-cli-"))
   // An explicit empty config file, so a developer's ./svc.config.json cannot leak in.
   writeFileSync(join(dir, "config.json"), "{}")
+  database = await freshDatabase()
   const { DATABASE_URL: _, PORT: __, ...inherited } = process.env
-  env = { ...inherited, SVC_CONFIG: join(dir, "config.json"), SVC_DATA_DIR: join(dir, "data") }
-  if (serverUrl !== undefined) {
-    await withServer(`CREATE DATABASE ${database}`)
-    const url = new URL(serverUrl)
-    url.pathname = `/${database}`
-    env.DATABASE_URL = url.toString()
-  }
+  env = { ...inherited, SVC_CONFIG: join(dir, "config.json"), ...database.env }
 })
 
 afterAll(async () => {
-  if (serverUrl !== undefined) await withServer(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
+  await database?.drop()
   rmSync(dir, { recursive: true, force: true })
 })
 
@@ -120,22 +103,22 @@ describe("svc CLI", () => {
     )
   }, slow)
 
-  it("reports unknown ids and invalid input in one line", async () => {
+  it("reports an unknown id in one line", async () => {
     expect(await fails(["accounts", "show", "acct_x"])).toBe("svc: not_found: No account acct_x.")
-    expect(await fails(["credits", "add", account, "--amount", "-5", "--reference", "inv-2"])).toBe(
-      "svc: invalid_request: --amount: must be greater than zero"
-    )
-    expect(await fails(["keys", "create", account, "--scope", "root"])).toMatch(
-      /^svc: invalid_request: --scope: Expected "chat", actual "root"; .*"monitoring"/
-    )
-    expect(await fails(["accounts", "show", account], { SVC_CONFIG: join(dir, "missing.json") })).toMatch(
-      /^svc: invalid configuration: SVC_CONFIG: no file at /
-    )
   }, slow)
 
-  it("exits non-zero on a usage error", async () => {
-    const run = await svc(["accounts", "create"])
-    expect(run.code).not.toBe(0)
-    expect(run.stdout).toBe("")
+  // These never open the database, so they may run side by side.
+  it("rejects invalid input, a bad config and bad usage", async () => {
+    const [negative, scope, config, usage] = await Promise.all([
+      fails(["credits", "add", account, "--amount", "-5", "--reference", "inv-2"]),
+      fails(["keys", "create", account, "--scope", "root"]),
+      fails(["accounts", "show", account], { SVC_CONFIG: join(dir, "missing.json") }),
+      svc(["accounts", "create"])
+    ])
+    expect(negative).toBe("svc: invalid_request: --amount: must be greater than zero")
+    expect(scope).toMatch(/^svc: invalid_request: --scope: Expected "chat", actual "root"; .*"monitoring"/)
+    expect(config).toMatch(/^svc: invalid configuration: SVC_CONFIG: no file at /)
+    expect(usage.code).not.toBe(0)
+    expect(usage.stdout).toBe("")
   }, slow)
 })

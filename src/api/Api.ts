@@ -8,7 +8,7 @@ import { Wire } from "../../services/ApiError.ts"
 import { AdminGroup } from "./AdminGroup.ts"
 import { ChatGroup } from "./ChatGroup.ts"
 import { ModelsGroup } from "./ModelsGroup.ts"
-import { withoutDefaultDecodeError } from "./openApiEnvelope.ts"
+import { documentAsServed } from "./openApiEnvelope.ts"
 
 export class Api extends HttpApi.make("svc")
   .add(ChatGroup)
@@ -23,6 +23,6 @@ export class Api extends HttpApi.make("svc")
     title: "svc gateway",
     version: "1",
     description: "Model-routing gateway: OpenAI-style chat completions with exact billing and privacy classes.",
-    transform: withoutDefaultDecodeError
+    transform: documentAsServed
   }))
 {}

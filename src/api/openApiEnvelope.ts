@@ -1,7 +1,9 @@
 /**
- * HttpApi declares its own `HttpApiDecodeError` body on every endpoint, but the
- * edge turns every decode failure into our error envelope. This OpenAPI
- * transform removes that body so the document shows what is really sent.
+ * Fixes two places where the generated OpenAPI document would not say what
+ * the server does: HttpApi declares its own `HttpApiDecodeError` body on every
+ * endpoint, but the edge turns every decode failure into our error envelope;
+ * and the catalogue route is a wildcard (ids contain a slash) that reads
+ * better as `/v1/models/{id}`.
  */
 const DECODE_ERROR_REF = "#/components/schemas/HttpApiDecodeError"
 
@@ -24,8 +26,20 @@ const prune = (node: unknown): unknown => {
   return out
 }
 
-export const withoutDefaultDecodeError = (spec: Record<string, any>): Record<string, any> => {
-  const pruned = prune(spec) as Record<string, any>
+const DECODE_ERROR_DESCRIPTION = "The request did not match the expected schema"
+
+const renameWildcard = (paths: Record<string, any>) => {
+  const wildcard = paths["/v1/models/*"]
+  if (wildcard === undefined) return paths
+  const { ["/v1/models/*"]: _, ...rest } = paths
+  const text = JSON.stringify(wildcard).replace("\"name\":\"*\"", "\"name\":\"id\"")
+  return { ...rest, "/v1/models/{id}": JSON.parse(text) }
+}
+
+export const documentAsServed = (spec: Record<string, any>): Record<string, any> => {
+  const text = JSON.stringify(prune(spec)).replaceAll(DECODE_ERROR_DESCRIPTION, "The request is invalid")
+  const pruned = JSON.parse(text) as Record<string, any>
+  pruned.paths = renameWildcard(pruned.paths ?? {})
   const schemas = pruned.components?.schemas as Record<string, unknown> | undefined
   if (schemas !== undefined) {
     for (const name of ["HttpApiDecodeError", "Issue", "PropertyKey"]) delete schemas[name]

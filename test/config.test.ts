@@ -1,0 +1,118 @@
+/** Configuration: decoding rules, and a bad config stopping the process with one line naming the field. */
+import { execFile } from "node:child_process"
+import { mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { promisify } from "node:util"
+import { Effect, Either, Redacted } from "effect"
+import { describe, expect, it } from "vitest"
+import { loadConfig, parseConfigFile } from "../layers/ConfigLive.ts"
+
+const run = promisify(execFile)
+
+const fieldOf = (json: unknown) =>
+  Either.match(parseConfigFile(json), { onLeft: (error) => error.message, onRight: () => "valid" })
+
+const provider = { id: "acme", plugin: "openai-compatible", baseUrl: "http://127.0.0.1:9001/v1", deployments: [] }
+
+describe("config decoding", () => {
+  it("accepts the contract's example shape", () => {
+    expect(fieldOf({
+      marginFloor: { standard_route: "0.05", confidential_runtime_route: "0.20" },
+      models: [{
+        id: "svc/acme-large",
+        context: 128000,
+        pricing: { input: "0.50", output: "1.50" },
+        modalities: ["text"],
+        capabilities: ["chat", "streaming", "tools"],
+        quality: 0.72
+      }],
+      providers: [{
+        ...provider,
+        apiKeyEnv: "ACME_API_KEY",
+        timeoutMs: 60000,
+        privacy: { stores: false, logs: false, trains: false, operatorControlled: false },
+        deployments: [{ model: "svc/pro", upstreamModel: "acme-pro-2", cost: { input: "0.40", output: "1.60" } }]
+      }]
+    })).toBe("valid")
+  })
+
+  it.each([
+    [{ models: [{ id: "acme", context: 1, pricing: { input: "1" }, modalities: ["text"], capabilities: ["chat"] }] }, "models[0].id"],
+    [{ models: [{ id: "svc/a", context: 0, pricing: { input: "1" }, modalities: ["text"], capabilities: ["chat"] }] }, "models[0].context"],
+    [{ models: [{ id: "svc/a", context: 5, pricing: { input: 0.5 }, modalities: ["text"], capabilities: ["chat"] }] }, "models[0].pricing.input"],
+    [{ models: [{ id: "svc/a", context: 5, pricing: { input: "1" }, modalities: ["text"], capabilities: ["telepathy"] }] }, "models[0].capabilities[0]"],
+    [{ providers: [{ ...provider, baseUrl: "ftp://x" }] }, "providers[0].baseUrl"],
+    [{ providers: [{ ...provider, timeoutMs: -1 }] }, "providers[0].timeoutMs"],
+    [{ providers: [{ ...provider, deployments: [{ model: "svc/pro", cost: { input: "-1" } }] }] }, "providers[0].deployments[0].cost.input"],
+    [{ marginFloor: { gold_route: "0.1" } }, "marginFloor.gold_route"],
+    [{ limits: { maxBodyBytes: "big" } }, "limits.maxBodyBytes"],
+    [{ typo: true }, "typo"]
+  ])("rejects %j naming %s", (json, field) => {
+    expect(fieldOf(json)).toMatch(new RegExp(`^${field.replace(/[[\].]/g, "\\$&")}: `))
+  })
+
+  it("reads the environment overrides", async () => {
+    const config = await Effect.runPromise(
+      loadConfig({ PORT: "9999", HOST: "0.0.0.0", DATABASE_URL: "postgres://x@127.0.0.1/db", SVC_ADMIN_KEY: "k" }, tmpdir())
+    )
+    expect(config.port).toBe(9999)
+    expect(config.host).toBe("0.0.0.0")
+    expect(Redacted.value(config.databaseUrl!)).toBe("postgres://x@127.0.0.1/db")
+    expect(config.providers.map((entry) => entry.plugin)).toEqual(["sandbox"])
+  })
+
+  it("defaults to 127.0.0.1:8080 and the sandbox when nothing is configured", async () => {
+    const config = await Effect.runPromise(loadConfig({}, mkdtempSync(join(tmpdir(), "svc-empty-"))))
+    expect([config.host, config.port, config.databaseUrl]).toEqual(["127.0.0.1", 8080, undefined])
+    expect(config.providers[0]!.deployments.map((deployment) => deployment.model)).toEqual([
+      "svc/swift",
+      "svc/balanced",
+      "svc/pro",
+      "svc/premier",
+      "svc/embed"
+    ])
+  })
+
+  it("rejects a bad PORT and a missing SVC_CONFIG file", async () => {
+    const failure = (env: Record<string, string>) =>
+      Effect.runPromise(Effect.flip(loadConfig(env, tmpdir()))).then((error) => error.message)
+    expect(await failure({ PORT: "eighty" })).toMatch(/^PORT: /)
+    expect(await failure({ SVC_CONFIG: "/nonexistent/svc.json" })).toMatch(/^SVC_CONFIG: no file/)
+  })
+})
+
+describe("starting with a bad config", () => {
+  const start = async (config: string, env: Record<string, string> = {}) => {
+    const dir = mkdtempSync(join(tmpdir(), "svc-badconfig-"))
+    writeFileSync(join(dir, "svc.config.json"), config)
+    try {
+      await run("node_modules/.bin/tsx", ["src/main.ts"], {
+        env: { ...process.env, SVC_CONFIG: join(dir, "svc.config.json"), SVC_DATA_DIR: join(dir, "data"), PORT: "0", DATABASE_URL: "", ...env },
+        timeout: 60_000
+      })
+      return { code: 0, stderr: "" }
+    } catch (error: any) {
+      return { code: error.code as number, stderr: error.stderr as string }
+    }
+  }
+
+  it.each([
+    ["{ not json", /^svc: invalid configuration: .*svc\.config\.json: not valid JSON/],
+    [JSON.stringify({ providers: [{ ...provider, baseUrl: 42 }] }), /^svc: invalid configuration: providers\[0\]\.baseUrl: /],
+    [JSON.stringify({ providers: [{ ...provider, plugin: "nope" }] }), /^svc: invalid configuration: providers\[0\]\.plugin: unknown plugin "nope"/],
+    [
+      JSON.stringify({ providers: [{ ...provider, deployments: [{ model: "svc/ghost" }] }] }),
+      /^svc: invalid configuration: providers\[0\]\.deployments\[0\]\.model: unknown model "svc\/ghost"/
+    ],
+    [
+      JSON.stringify({ providers: [{ ...provider, apiKeyEnv: "SVC_TEST_MISSING_KEY" }] }),
+      /^svc: invalid configuration: providers\[0\]\.apiKeyEnv: /
+    ]
+  ])("%s → exit 1 and one line", async (config, line) => {
+    const { code, stderr } = await start(config)
+    expect(code).toBe(1)
+    expect(stderr.trim().split("\n")).toHaveLength(1)
+    expect(stderr.trim()).toMatch(line)
+  }, 60_000)
+})
