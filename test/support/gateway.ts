@@ -14,7 +14,7 @@ import { loadConfig } from "../../layers/ConfigLive.ts"
 import { Core } from "../../layers/Core.ts"
 import { AppConfig } from "../../services/Config.ts"
 import { HttpLive } from "../../src/Server.ts"
-import { freshDatabase } from "./database.ts"
+import { freshDatabase, type TestDatabase } from "./database.ts"
 
 export interface TestGateway {
   /** `http://127.0.0.1:<port>` */
@@ -34,9 +34,15 @@ export interface TestGateway {
 }
 
 export const startGateway = async (
-  options: { readonly config?: unknown; readonly env?: Record<string, string> } = {}
+  options: {
+    readonly config?: unknown
+    readonly env?: Record<string, string>
+    /** A database to reuse (and leave in place on close); a fresh one otherwise. */
+    readonly database?: TestDatabase
+  } = {}
 ): Promise<TestGateway> => {
-  const database = await freshDatabase()
+  const owned = options.database === undefined
+  const database = options.database ?? await freshDatabase()
   const dir = mkdtempSync(join(tmpdir(), "svc-test-config-"))
   const configPath = join(dir, "svc.config.json")
   if (options.config !== undefined) writeFileSync(configPath, JSON.stringify(options.config))
@@ -61,8 +67,9 @@ export const startGateway = async (
       Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
     )
   )
+  const dropOwned = () => owned ? database.drop() : Promise.resolve()
   const server = await runtime.runPromise(HttpServer.HttpServer).catch(async (error) => {
-    await database.drop()
+    await dropOwned()
     throw error
   })
   const { port } = server.address as HttpServer.TcpAddress
@@ -101,7 +108,7 @@ export const startGateway = async (
       runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(text, params))) as any,
     close: async () => {
       await runtime.dispose()
-      await database.drop()
+      await dropOwned()
     }
   }
 }
