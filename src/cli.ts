@@ -51,7 +51,10 @@ const accountId = Args.text({ name: "account_id" })
 
 const accountsCreate = Command.make(
   "create",
-  { name: Options.text("name"), credit: Options.text("credit").pipe(Options.optional) },
+  {
+    name: Options.text("name"),
+    credit: Options.text("credit").pipe(Options.withDescription("First credit in USD, e.g. 25.00"), Options.optional)
+  },
   ({ credit, name }) =>
     Effect.flatMap(decode(CreateAccount, { name, credit_usd: Option.getOrUndefined(credit) }), (input) =>
       output(Effect.flatMap(Accounts, (accounts) =>
@@ -65,10 +68,13 @@ const keysCreate = Command.make(
   "create",
   {
     accountId,
-    scopes: Options.text("scope").pipe(Options.repeated),
+    scopes: Options.text("scope").pipe(
+      Options.withDescription("chat, agents, monitoring or admin; repeat for more"),
+      Options.repeated
+    ),
     name: Options.text("name").pipe(Options.optional),
-    rpm: Options.integer("rpm").pipe(Options.optional),
-    tpm: Options.integer("tpm").pipe(Options.optional)
+    rpm: Options.integer("rpm").pipe(Options.withDescription("Requests per minute"), Options.optional),
+    tpm: Options.integer("tpm").pipe(Options.withDescription("Tokens per minute"), Options.optional)
   },
   ({ accountId, name, rpm, scopes, tpm }) =>
     Effect.flatMap(
@@ -89,7 +95,11 @@ const keysRevoke = Command.make("revoke", { keyId: Args.text({ name: "key_id" })
 
 const creditsAdd = Command.make(
   "add",
-  { accountId, amount: Options.text("amount"), reference: Options.text("reference") },
+  {
+    accountId,
+    amount: Options.text("amount").pipe(Options.withDescription("USD, e.g. 10.50")),
+    reference: Options.text("reference").pipe(Options.withDescription("Idempotency reference, e.g. an invoice id"))
+  },
   ({ accountId, amount, reference }) =>
     Effect.flatMap(decode(AddCredits, { amount_usd: amount, reference }), (input) =>
       output(Effect.flatMap(Accounts, (accounts) =>

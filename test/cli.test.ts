@@ -76,7 +76,8 @@ describe("svc CLI", () => {
   }, slow)
 
   it("creates a key with scopes, shown once with its secret, and revokes it", async () => {
-    const key = await ok("keys", "create", account, "--scope", "chat", "--scope", "monitoring", "--name", "ci", "--rpm", "60")
+    const scopes = ["--scope", "chat", "--scope", "monitoring"]
+    const key = await ok("keys", "create", account, ...scopes, "--name", "ci", "--rpm", "60")
     expect(key).toMatchObject({
       object: "api_key",
       account_id: account,

@@ -40,7 +40,7 @@ const fromDecodeError = (error: HttpApiDecodeError) => {
 }
 
 /** Maps whatever failed into an error a caller may see; unexpected ones are logged and become 500. */
-const toApiError = (limit: number) => (cause: Cause.Cause<unknown>): Effect.Effect<ApiError> => {
+export const toApiError = (limit: number) => (cause: Cause.Cause<unknown>): Effect.Effect<ApiError> => {
   const error = Cause.squash(cause)
   if (isApiError(error)) return Effect.succeed(error)
   if (error instanceof HttpApiDecodeError) return Effect.succeed(fromDecodeError(error))
