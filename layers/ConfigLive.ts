@@ -7,6 +7,7 @@ import { existsSync, readFileSync } from "node:fs"
 import { resolve } from "node:path"
 import { Effect, Either, Layer, ParseResult, Redacted, Schema } from "effect"
 import { AppConfig, type AppConfigShape, ConfigFile, ConfigInvalid, type ProviderConfig } from "../services/Config.ts"
+import { fieldPath } from "../services/fieldPath.ts"
 import { houseModels } from "./houseModels.ts"
 
 type Env = Readonly<Record<string, string | undefined>>
@@ -19,19 +20,13 @@ const sandboxDefault: ProviderConfig = {
   deployments: houseModels.map((model) => ({ model: model.id }))
 }
 
-const pathOf = (path: ReadonlyArray<PropertyKey>) =>
-  path.reduce<string>(
-    (out, key) => typeof key === "number" ? `${out}[${key}]` : out === "" ? String(key) : `${out}.${String(key)}`,
-    ""
-  ) || "(root)"
-
 const decodeFile = Schema.decodeUnknownEither(ConfigFile, { errors: "first", onExcessProperty: "error" })
 
 /** Decodes a parsed config file; the first problem becomes a one-line error. */
 export const parseConfigFile = (json: unknown): Either.Either<ConfigFile, ConfigInvalid> =>
   Either.mapLeft(decodeFile(json), (error) => {
     const [issue] = ParseResult.ArrayFormatter.formatErrorSync(error)
-    return new ConfigInvalid({ field: pathOf(issue?.path ?? []), reason: issue?.message ?? "invalid" })
+    return new ConfigInvalid({ field: fieldPath(issue?.path ?? []) || "(root)", reason: issue?.message ?? "invalid" })
   })
 
 const readFile = (path: string) =>

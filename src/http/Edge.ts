@@ -17,18 +17,13 @@ import {
   NotFound,
   PayloadTooLarge
 } from "../../services/ApiError.ts"
-import { randomId } from "../../layers/IdsLive.ts"
+import { fieldPath } from "../../services/fieldPath.ts"
+import { Ids } from "../../services/Ids.ts"
 import { Api } from "../api/Api.ts"
 import { withChunkedBody } from "./chunkedBody.ts"
 
 const tooLarge = (limit: number) =>
   new PayloadTooLarge({ message: `The request body is larger than the limit of ${limit} bytes.` })
-
-const fieldPath = (path: ReadonlyArray<PropertyKey>) =>
-  path.reduce<string>(
-    (out, key) => typeof key === "number" ? `${out}[${key}]` : out === "" ? String(key) : `${out}.${String(key)}`,
-    ""
-  )
 
 const fromDecodeError = (error: HttpApiDecodeError) => {
   const [issue] = error.issues
@@ -71,9 +66,9 @@ const asJson = (request: HttpServerRequest.HttpServerRequest) =>
 
 /** The API-level middleware; `maxBodyBytes` from the config. */
 export const edgeMiddleware = (maxBodyBytes: number) =>
-  HttpApiBuilder.middleware(Api, (app) =>
+  HttpApiBuilder.middleware(Api, Effect.map(Ids, (ids) => (app: HttpApp.Default) =>
     Effect.gen(function*() {
-      const requestId = randomId("req")
+      const requestId = ids.make("req")
       // Set on the fiber (not `locally`) so the error encoder, which runs after us, still sees it.
       yield* FiberRef.set(currentRequestId, requestId)
       yield* HttpApp.appendPreResponseHandler((_, response) =>
@@ -93,4 +88,4 @@ export const edgeMiddleware = (maxBodyBytes: number) =>
         Effect.catchAllCause((cause) => Effect.flip(toApiError(maxBodyBytes)(cause)))
       )
       // Endpoint-level errors pass through unchanged; the typing only knows the API-level ones.
-    }) as Effect.Effect<HttpServerResponse.HttpServerResponse, InvalidRequest, HttpServerRequest.HttpServerRequest>)
+    }) as Effect.Effect<HttpServerResponse.HttpServerResponse, InvalidRequest, HttpServerRequest.HttpServerRequest>))

@@ -1,0 +1,113 @@
+/**
+ * One server of the benchmark, in its own process so that each has its own
+ * event loop: `upstream`, `proxy <upstreamBaseUrl>` or `gateway <upstreamBaseUrl>`.
+ * Sends `{ ready: { url, key? } }` to the parent, and stops on "stop" or when
+ * the parent goes away.
+ */
+import { mkdtempSync, rmSync } from "node:fs"
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
+import { pipeline } from "node:stream/promises"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Pool } from "undici"
+import { freshDatabase } from "../test/support/database.ts"
+import { startFakeOpenAi } from "../test/support/fakeOpenAiUpstream.ts"
+import { startGateway } from "../test/support/gateway.ts"
+
+const BENCH_MODEL = "svc/bench"
+
+/** Hop-by-hop headers a proxy must not forward (RFC 9110 7.6.1). */
+const HOP = new Set(["connection", "keep-alive", "transfer-encoding", "upgrade", "proxy-connection", "te", "trailer", "host"])
+const endToEnd = (headers: Record<string, string | Array<string> | undefined>) =>
+  Object.fromEntries(Object.entries(headers).filter(([name, value]) => value !== undefined && !HOP.has(name)))
+
+/** A bare pass-through proxy: node:http in, undici keep-alive Pool out, bodies piped, nothing rewritten. */
+const startBareProxy = async (upstreamBaseUrl: string) => {
+  const upstream = new URL(upstreamBaseUrl)
+  const pool = new Pool(upstream.origin, { connections: 128 })
+  const target = `${upstream.pathname.replace(/\/+$/, "")}/chat/completions`
+  const server = createServer(async (req, res) => {
+    if (req.method !== "POST" || req.url !== "/v1/chat/completions") return res.writeHead(404).end()
+    try {
+      const answer = await pool.request({ method: "POST", path: target, headers: endToEnd(req.headers) as any, body: req })
+      res.writeHead(answer.statusCode, endToEnd(answer.headers) as any)
+      await pipeline(answer.body, res)
+    } catch {
+      if (!res.headersSent) res.writeHead(502).end()
+      else res.destroy()
+    }
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: async () => {
+      server.closeAllConnections()
+      await Promise.all([new Promise((resolve) => server.close(resolve)), pool.close()])
+    }
+  }
+}
+
+/** The whole gateway over a fresh database (a cold embedded start unless DATABASE_URL is set). */
+const startBenchGateway = async (upstreamBaseUrl: string) => {
+  const dataDir = mkdtempSync(join(tmpdir(), "svc-bench-db-"))
+  const database = process.env.DATABASE_URL
+    ? await freshDatabase()
+    : { env: { SVC_DATA_DIR: dataDir, DATABASE_URL: "" }, drop: async () => {} }
+  const gateway = await startGateway({
+    database,
+    config: {
+      models: [{
+        id: BENCH_MODEL,
+        context: 128000,
+        pricing: { input: "0.50", output: "1.50" },
+        modalities: ["text"],
+        capabilities: ["chat", "streaming"]
+      }],
+      providers: [{
+        id: "bench-upstream",
+        plugin: "openai-compatible",
+        baseUrl: upstreamBaseUrl,
+        deployments: [{ model: BENCH_MODEL, upstreamModel: "bench-large", cost: { input: "0.40", output: "1.20" } }]
+      }]
+    }
+  })
+  const { key } = await gateway.account({ credit: "1000000" })
+  return {
+    url: gateway.url,
+    key,
+    close: async () => {
+      await gateway.close()
+      await database.drop()
+      rmSync(dataDir, { recursive: true, force: true })
+    }
+  }
+}
+
+const main = async () => {
+  const [role, upstreamBaseUrl = ""] = process.argv.slice(2)
+  const server = role === "upstream"
+    ? await startFakeOpenAi().then((fake) => ({ url: fake.baseUrl, key: undefined, close: fake.close }))
+    : role === "proxy"
+    ? { ...await startBareProxy(upstreamBaseUrl), key: undefined }
+    : await startBenchGateway(upstreamBaseUrl)
+  let stopping = false
+  const stop = async () => {
+    if (stopping) return
+    stopping = true
+    await Promise.race([server.close(), new Promise((resolve) => setTimeout(resolve, 5000))])
+    process.exit(0)
+  }
+  process.on("message", (message) => message === "stop" && stop())
+  process.on("disconnect", stop)
+  process.send!({ ready: { url: server.url, key: server.key } })
+}
+
+if (process.send !== undefined) {
+  // Never outlive a stuck benchmark.
+  setTimeout(() => process.exit(1), 240_000).unref()
+  main().catch((error) => {
+    console.error(error)
+    process.exit(1)
+  })
+}
