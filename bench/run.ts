@@ -1,0 +1,156 @@
+/**
+ * Gateway overhead benchmark (`npm run bench`): the same requests against a
+ * bare pass-through proxy and against the gateway, both in front of the same
+ * fake upstream, interleaved round by round; prints ratios, which is all a
+ * noisy machine lets us compare. Every server and the load generator run in
+ * their own processes. Knobs: BENCH_SECONDS (per round at 32 connections, 5),
+ * BENCH_ROUNDS (3), BENCH_CPU_PROF=<dir> (CPU profile of the gateway process).
+ */
+import { type ChildProcess, fork } from "node:child_process"
+import { fileURLToPath } from "node:url"
+import type { Job, Result } from "./load.ts"
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
+const LATENCY_SECONDS = 2
+const WARMUP_SECONDS = 1.5
+const CONCURRENCY = 32
+
+const messages = [
+  { role: "system", content: "You are terse." },
+  { role: "user", content: "Say hello to the benchmark in a few words, please" }
+]
+const bodies = {
+  json: JSON.stringify({ model: "svc/bench", messages }),
+  stream: JSON.stringify({ model: "svc/bench", messages, stream: true })
+}
+type Mode = keyof typeof bodies
+type Target = "bare" | "gateway"
+
+const children: Array<ChildProcess> = []
+// The whole run is bounded: a stuck child must not keep it alive.
+const deadline = setTimeout(() => {
+  console.error("bench: over the time limit, stopping")
+  for (const child of children) child.kill("SIGKILL")
+  process.exit(1)
+}, 180_000)
+
+const spawn = (file: string, args: Array<string> = [], execArgv: Array<string> = []) => {
+  const child = fork(fileURLToPath(new URL(file, import.meta.url)), args, {
+    execArgv: ["--import", "tsx", ...execArgv],
+    stdio: ["ignore", "inherit", "inherit", "ipc"]
+  })
+  children.push(child)
+  return child
+}
+
+const nextMessage = <A>(child: ChildProcess, key: string) =>
+  new Promise<A>((resolve, reject) => {
+    const onExit = (code: number | null) => reject(new Error(`a bench process exited early (${code})`))
+    child.once("exit", onExit)
+    const onMessage = (message: any) => {
+      if (message?.[key] === undefined) return
+      child.off("message", onMessage).off("exit", onExit)
+      resolve(message[key])
+    }
+    child.on("message", onMessage)
+  })
+
+const startServer = async (args: Array<string>, execArgv: Array<string> = []) => {
+  const child = spawn("./servers.ts", args, execArgv)
+  return { child, ...await nextMessage<{ url: string; key?: string }>(child, "ready") }
+}
+
+const median = (xs: ReadonlyArray<number>) => {
+  const s = [...xs].sort((a, b) => a - b)
+  return s.length % 2 === 1 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2
+}
+
+const main = async () => {
+  const began = Date.now()
+  const upstream = await startServer(["upstream"])
+  const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []
+  const [bare, gateway] = await Promise.all([
+    startServer(["proxy", upstream.url]),
+    startServer(["gateway", upstream.url], profile)
+  ])
+  const targets: Record<Target, { url: string; key?: string }> = { bare, gateway }
+  console.log(`bench: servers up in ${((Date.now() - began) / 1000).toFixed(1)} s`)
+
+  // Both targets must really answer, whole, before anything is timed.
+  for (const [name, target] of Object.entries(targets)) {
+    for (const [mode, body] of Object.entries(bodies)) {
+      const response = await fetch(`${target.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${target.key ?? "none"}` },
+        body
+      })
+      const text = await response.text()
+      const whole = mode === "json" ? text.includes("benchmark") : text.trimEnd().endsWith("data: [DONE]")
+      if (response.status !== 200 || !whole) throw new Error(`${name} ${mode}: ${response.status} ${text.slice(0, 300)}`)
+    }
+  }
+
+  const loader = spawn("./load.ts")
+  await nextMessage(loader, "ready")
+  const load = (target: Target, mode: Mode, concurrency: number, seconds: number) => {
+    loader.send({ ...targets[target], body: bodies[mode], concurrency, seconds } satisfies Job)
+    return nextMessage<Result>(loader, "result")
+  }
+
+  for (const mode of ["json", "stream"] as const) {
+    for (const target of ["bare", "gateway"] as const) await load(target, mode, CONCURRENCY, WARMUP_SECONDS)
+  }
+
+  type Row = { mode: Mode; concurrency: number; bare: Array<Result>; gateway: Array<Result> }
+  const rows: Array<Row> = (["json", "stream"] as const).flatMap((mode) =>
+    [CONCURRENCY, 1].map((concurrency) => ({ mode, concurrency, bare: [], gateway: [] }))
+  )
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const row of rows) {
+      for (const target of ["bare", "gateway"] as const) {
+        const seconds = row.concurrency === 1 ? LATENCY_SECONDS : SECONDS
+        row[target].push(await load(target, row.mode, row.concurrency, seconds))
+      }
+    }
+    console.log(`bench: round ${round}/${ROUNDS} done`)
+  }
+
+  const errors = rows.flatMap((row) => [...row.bare, ...row.gateway]).reduce((n, r) => n + r.errors, 0)
+  const ms = (x: number) => x.toFixed(2)
+  const cell = (results: Array<Result>) =>
+    `${median(results.map((r) => r.rps)).toFixed(0)} req/s, p50 ${ms(median(results.map((r) => r.p50)))} / p99 ${
+      ms(median(results.map((r) => r.p99)))
+    } ms`
+  const lines = [
+    "",
+    `| ${ROUNDS} interleaved rounds | bare proxy | gateway | gateway ÷ bare req/s (per round) | added p50 (ms) |`,
+    "|---|---|---|---:|---:|"
+  ]
+  for (const row of rows) {
+    const ratios = row.gateway.map((g, i) => g.rps / row.bare[i]!.rps)
+    const added = row.gateway.map((g, i) => g.p50 - row.bare[i]!.p50)
+    lines.push(
+      `| ${row.mode}, ${row.concurrency} conn. | ${cell(row.bare)} | ${cell(row.gateway)} | **${median(ratios).toFixed(2)}** (${
+        ratios.map((r) => r.toFixed(2)).join(", ")
+      }) | **${median(added) >= 0 ? "+" : ""}${ms(median(added))}** |`
+    )
+  }
+  lines.push(
+    "",
+    `Medians of rounds; ratios and differences are taken within a round. Errors: ${errors}. ` +
+      `Run took ${((Date.now() - began) / 1000).toFixed(0)} s.`,
+    "Reproduce: `timeout 300 npm run bench` (BENCH_SECONDS, BENCH_ROUNDS, BENCH_CPU_PROF=<dir> to profile the gateway)."
+  )
+  console.log(lines.join("\n"))
+
+  for (const child of children) child.send("stop")
+  await Promise.all(children.map((child) => child.exitCode !== null ? null : new Promise((r) => child.once("exit", r))))
+  clearTimeout(deadline)
+}
+
+main().catch((error) => {
+  console.error(error)
+  for (const child of children) child.kill("SIGKILL")
+  process.exit(1)
+})
