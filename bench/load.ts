@@ -66,7 +66,10 @@ const run = async (job: Job): Promise<Result> => {
 
 if (process.send !== undefined) {
   setTimeout(() => process.exit(1), 240_000).unref()
-  process.on("message", (job: Job) => run(job).then((result) => process.send!({ result })))
+  process.on("message", (message: Job | "stop") => {
+    if (message === "stop") process.exit(0)
+    run(message).then((result) => process.send!({ result }))
+  })
   process.on("disconnect", () => process.exit(0))
   process.send({ ready: {} })
 }

@@ -12,7 +12,7 @@ import type { Job, Result } from "./load.ts"
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
-const LATENCY_SECONDS = 2
+const LATENCY_SECONDS = 1.5
 const WARMUP_SECONDS = 1.5
 const CONCURRENCY = 32
 
@@ -93,16 +93,30 @@ const main = async () => {
 
   const loader = spawn("./load.ts")
   await nextMessage(loader, "ready")
-  const load = (target: Target, mode: Mode, concurrency: number, seconds: number) => {
-    loader.send({ ...targets[target], body: bodies[mode], concurrency, seconds } satisfies Job)
-    return nextMessage<Result>(loader, "result")
+  const stats = (child: ChildProcess) => {
+    child.send("stats")
+    return nextMessage<{ cpuMicros: number; connections: number }>(child, "stats")
   }
+  const servers = { bare: bare.child, gateway: gateway.child }
+  /** One timed run, plus the target's CPU time per request and the upstream connections it opened. */
+  const load = async (target: Target, mode: Mode, concurrency: number, seconds: number) => {
+    const [before, upstreamBefore] = [await stats(servers[target]), await stats(upstream.child)]
+    loader.send({ ...targets[target], body: bodies[mode], concurrency, seconds } satisfies Job)
+    const result = await nextMessage<Result>(loader, "result")
+    const [after, upstreamAfter] = [await stats(servers[target]), await stats(upstream.child)]
+    return {
+      ...result,
+      cpuPerRequest: (after.cpuMicros - before.cpuMicros) / Math.max(1, result.requests),
+      upstreamConnections: upstreamAfter.connections - upstreamBefore.connections
+    }
+  }
+  type Measured = Awaited<ReturnType<typeof load>>
 
   for (const mode of ["json", "stream"] as const) {
     for (const target of ["bare", "gateway"] as const) await load(target, mode, CONCURRENCY, WARMUP_SECONDS)
   }
 
-  type Row = { mode: Mode; concurrency: number; bare: Array<Result>; gateway: Array<Result> }
+  type Row = { mode: Mode; concurrency: number; bare: Array<Measured>; gateway: Array<Measured> }
   const rows: Array<Row> = (["json", "stream"] as const).flatMap((mode) =>
     [CONCURRENCY, 1].map((concurrency) => ({ mode, concurrency, bare: [], gateway: [] }))
   )
@@ -116,31 +130,41 @@ const main = async () => {
     console.log(`bench: round ${round}/${ROUNDS} done`)
   }
 
-  const errors = rows.flatMap((row) => [...row.bare, ...row.gateway]).reduce((n, r) => n + r.errors, 0)
+  const all = (target: Target) => rows.flatMap((row) => row[target])
+  const sum = (xs: Array<Measured>, f: (m: Measured) => number) => xs.reduce((n, m) => n + f(m), 0)
   const ms = (x: number) => x.toFixed(2)
-  const cell = (results: Array<Result>) =>
-    `${median(results.map((r) => r.rps)).toFixed(0)} req/s, p50 ${ms(median(results.map((r) => r.p50)))} / p99 ${
-      ms(median(results.map((r) => r.p99)))
-    } ms`
+  const med = (xs: Array<Measured>, f: (m: Measured) => number) => median(xs.map(f))
+  const cell = (xs: Array<Measured>) =>
+    `${med(xs, (m) => m.rps).toFixed(0)} · ${ms(med(xs, (m) => m.p50))} / ${ms(med(xs, (m) => m.p99))} · ${
+      med(xs, (m) => m.cpuPerRequest).toFixed(0)
+    }`
+  const perRound = (row: Row, f: (gateway: Measured, bare: Measured) => number) =>
+    row.gateway.map((g, i) => f(g, row.bare[i]!))
   const lines = [
     "",
-    `| ${ROUNDS} interleaved rounds | bare proxy | gateway | gateway ÷ bare req/s (per round) | added p50 (ms) |`,
-    "|---|---|---|---:|---:|"
+    "| requests, connections | bare proxy: req/s · p50 / p99 ms · CPU µs/req | gateway: same | **gateway ÷ bare req/s** (each round) | **added p50 ms** | gateway ÷ bare CPU/req |",
+    "|---|---|---|---:|---:|---:|"
   ]
   for (const row of rows) {
-    const ratios = row.gateway.map((g, i) => g.rps / row.bare[i]!.rps)
-    const added = row.gateway.map((g, i) => g.p50 - row.bare[i]!.p50)
+    const ratios = perRound(row, (g, b) => g.rps / b.rps)
+    const added = median(perRound(row, (g, b) => g.p50 - b.p50))
     lines.push(
-      `| ${row.mode}, ${row.concurrency} conn. | ${cell(row.bare)} | ${cell(row.gateway)} | **${median(ratios).toFixed(2)}** (${
+      `| ${row.mode}, ${row.concurrency} | ${cell(row.bare)} | ${cell(row.gateway)} | **${median(ratios).toFixed(2)}** (${
         ratios.map((r) => r.toFixed(2)).join(", ")
-      }) | **${median(added) >= 0 ? "+" : ""}${ms(median(added))}** |`
+      }) | **${added >= 0 ? "+" : ""}${ms(added)}** | ${median(perRound(row, (g, b) => g.cpuPerRequest / b.cpuPerRequest)).toFixed(1)} |`
     )
   }
   lines.push(
     "",
-    `Medians of rounds; ratios and differences are taken within a round. Errors: ${errors}. ` +
-      `Run took ${((Date.now() - began) / 1000).toFixed(0)} s.`,
-    "Reproduce: `timeout 300 npm run bench` (BENCH_SECONDS, BENCH_ROUNDS, BENCH_CPU_PROF=<dir> to profile the gateway)."
+    `Medians of ${ROUNDS} interleaved rounds (${SECONDS} s at ${CONCURRENCY} connections, ${LATENCY_SECONDS} s at 1); ` +
+      "ratios and differences are taken within a round, so only they compare across runs. " +
+      `CPU is the target process's own. Failed requests: bare ${sum(all("bare"), (m) => m.errors)}, gateway ${
+        sum(all("gateway"), (m) => m.errors)
+      }. New upstream connections while measured: bare ${sum(all("bare"), (m) => m.upstreamConnections)}, gateway ${
+        sum(all("gateway"), (m) => m.upstreamConnections)
+      }. Run took ${((Date.now() - began) / 1000).toFixed(0)} s.`,
+    "",
+    "Reproduce: `timeout 300 npm run bench` (env: BENCH_SECONDS, BENCH_ROUNDS, BENCH_CPU_PROF=<dir>)."
   )
   console.log(lines.join("\n"))
 

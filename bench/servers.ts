@@ -1,8 +1,10 @@
 /**
  * One server of the benchmark, in its own process so that each has its own
  * event loop: `upstream`, `proxy <upstreamBaseUrl>` or `gateway <upstreamBaseUrl>`.
- * Sends `{ ready: { url, key? } }` to the parent, and stops on "stop" or when
- * the parent goes away.
+ * Sends `{ ready: { url, key? } }` to the parent, answers "stats" with
+ * `{ stats: { cpuMicros, connections } }` (its CPU time so far; for the
+ * upstream, the TCP connections it accepted), and stops on "stop" or when the
+ * parent goes away.
  */
 import { mkdtempSync, rmSync } from "node:fs"
 import { createServer } from "node:http"
@@ -87,7 +89,7 @@ const startBenchGateway = async (upstreamBaseUrl: string) => {
 const main = async () => {
   const [role, upstreamBaseUrl = ""] = process.argv.slice(2)
   const server = role === "upstream"
-    ? await startFakeOpenAi().then((fake) => ({ url: fake.baseUrl, key: undefined, close: fake.close }))
+    ? await startFakeOpenAi().then((fake) => ({ ...fake, url: fake.baseUrl, key: undefined }))
     : role === "proxy"
     ? { ...await startBareProxy(upstreamBaseUrl), key: undefined }
     : await startBenchGateway(upstreamBaseUrl)
@@ -98,7 +100,12 @@ const main = async () => {
     await Promise.race([server.close(), new Promise((resolve) => setTimeout(resolve, 5000))])
     process.exit(0)
   }
-  process.on("message", (message) => message === "stop" && stop())
+  const connections = "connections" in server ? server.connections : () => 0
+  process.on("message", (message) => {
+    if (message === "stop") return stop()
+    const { user, system } = process.cpuUsage()
+    if (message === "stats") process.send!({ stats: { cpuMicros: user + system, connections: connections() } })
+  })
   process.on("disconnect", stop)
   process.send!({ ready: { url: server.url, key: server.key } })
 }

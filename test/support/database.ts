@@ -15,7 +15,8 @@ export interface TestDatabase {
   readonly drop: () => Promise<void>
 }
 
-export const PGLITE_TEMPLATE = join(tmpdir(), "svc-test-template")
+/** Where the global setup left the migrated embedded template for this test run. */
+export const TEMPLATE_ENV = "SVC_TEST_PGLITE_TEMPLATE"
 
 const onServer = async <A>(url: string, run: (client: pg.Client) => Promise<A>) => {
   const client = new pg.Client({ connectionString: url })
@@ -40,7 +41,9 @@ export const freshDatabase = async (): Promise<TestDatabase> => {
     }
   }
   const dataDir = mkdtempSync(join(tmpdir(), "svc-test-db-"))
-  cpSync(PGLITE_TEMPLATE, dataDir, { recursive: true })
+  const template = process.env[TEMPLATE_ENV]
+  if (template === undefined) throw new Error(`${TEMPLATE_ENV} is not set: run the tests through vitest (see vitest.config.ts)`)
+  cpSync(template, dataDir, { recursive: true })
   return {
     env: { SVC_DATA_DIR: dataDir, DATABASE_URL: "" },
     drop: async () => rmSync(dataDir, { recursive: true, force: true })

@@ -1,17 +1,24 @@
-/** Builds the migrated embedded-database template once per test run (a cold PGlite start takes seconds). */
-import { rmSync } from "node:fs"
+/**
+ * Builds the migrated embedded-database template once per test run (a cold
+ * PGlite start takes seconds), in a directory of its own so that concurrent
+ * runs do not share it; test workers inherit its path through the environment.
+ */
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { Effect, Layer } from "effect"
 import { DatabaseLive } from "../../layers/Database.ts"
 import { MigrationsLive } from "../../layers/Migrations.ts"
 import { AppConfig } from "../../services/Config.ts"
 import { loadConfig } from "../../layers/ConfigLive.ts"
-import { PGLITE_TEMPLATE } from "./database.ts"
+import { TEMPLATE_ENV } from "./database.ts"
 
 export default async function setup() {
   if (process.env.DATABASE_URL) return
-  rmSync(PGLITE_TEMPLATE, { recursive: true, force: true })
-  const config = await Effect.runPromise(loadConfig({ SVC_DATA_DIR: PGLITE_TEMPLATE }, tmpdir()))
+  const template = mkdtempSync(join(tmpdir(), "svc-test-template-"))
+  process.env[TEMPLATE_ENV] = template
+  const config = await Effect.runPromise(loadConfig({ SVC_DATA_DIR: template }, tmpdir()))
   const migrated = MigrationsLive.pipe(Layer.provide(DatabaseLive), Layer.provide(Layer.succeed(AppConfig, config)))
   await Effect.runPromise(Effect.scoped(Layer.build(migrated)))
+  return () => rmSync(template, { recursive: true, force: true })
 }
