@@ -138,11 +138,13 @@ const main = async () => {
     `${med(xs, (m) => m.rps).toFixed(0)} · ${ms(med(xs, (m) => m.p50))} / ${ms(med(xs, (m) => m.p99))} · ${
       med(xs, (m) => m.cpuPerRequest).toFixed(0)
     }`
+  const perThousand = (target: Target) =>
+    (1000 * sum(all(target), (m) => m.upstreamConnections) / sum(all(target), (m) => m.requests)).toFixed(1)
   const perRound = (row: Row, f: (gateway: Measured, bare: Measured) => number) =>
     row.gateway.map((g, i) => f(g, row.bare[i]!))
   const lines = [
     "",
-    "| requests, connections | bare proxy: req/s · p50 / p99 ms · CPU µs/req | gateway: same | **gateway ÷ bare req/s** (each round) | **added p50 ms** | gateway ÷ bare CPU/req |",
+    "| kind, connections | bare proxy: req/s · p50 / p99 ms · CPU µs/req | gateway: same | **gateway ÷ bare req/s** (each round) | **added p50 ms** | gateway ÷ bare CPU/req |",
     "|---|---|---|---:|---:|---:|"
   ]
   for (const row of rows) {
@@ -158,10 +160,10 @@ const main = async () => {
     "",
     `Medians of ${ROUNDS} interleaved rounds (${SECONDS} s at ${CONCURRENCY} connections, ${LATENCY_SECONDS} s at 1); ` +
       "ratios and differences are taken within a round, so only they compare across runs. " +
-      `CPU is the target process's own. Failed requests: bare ${sum(all("bare"), (m) => m.errors)}, gateway ${
+      `CPU is the target process's own (all its threads). Failed requests: bare ${sum(all("bare"), (m) => m.errors)}, gateway ${
         sum(all("gateway"), (m) => m.errors)
-      }. New upstream connections while measured: bare ${sum(all("bare"), (m) => m.upstreamConnections)}, gateway ${
-        sum(all("gateway"), (m) => m.upstreamConnections)
+      }. Upstream connections opened per 1,000 requests (keep-alive check): bare ${perThousand("bare")}, gateway ${
+        perThousand("gateway")
       }. Run took ${((Date.now() - began) / 1000).toFixed(0)} s.`,
     "",
     "Reproduce: `timeout 300 npm run bench` (env: BENCH_SECONDS, BENCH_ROUNDS, BENCH_CPU_PROF=<dir>)."
