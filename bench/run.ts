@@ -138,8 +138,8 @@ const main = async () => {
     `${med(xs, (m) => m.rps).toFixed(0)} · ${ms(med(xs, (m) => m.p50))} / ${ms(med(xs, (m) => m.p99))} · ${
       med(xs, (m) => m.cpuPerRequest).toFixed(0)
     }`
-  const perThousand = (target: Target) =>
-    (1000 * sum(all(target), (m) => m.upstreamConnections) / sum(all(target), (m) => m.requests)).toFixed(1)
+  const opened = (target: Target) =>
+    `${sum(all(target), (m) => m.upstreamConnections)} for ${sum(all(target), (m) => m.requests)} requests`
   const perRound = (row: Row, f: (gateway: Measured, bare: Measured) => number) =>
     row.gateway.map((g, i) => f(g, row.bare[i]!))
   const lines = [
@@ -162,8 +162,8 @@ const main = async () => {
       "ratios and differences are taken within a round, so only they compare across runs. " +
       `CPU is the target process's own (all its threads). Failed requests: bare ${sum(all("bare"), (m) => m.errors)}, gateway ${
         sum(all("gateway"), (m) => m.errors)
-      }. Upstream connections opened per 1,000 requests (keep-alive check): bare ${perThousand("bare")}, gateway ${
-        perThousand("gateway")
+      }. Upstream connections opened while measured (keep-alive check): bare ${opened("bare")}, gateway ${
+        opened("gateway")
       }. Run took ${((Date.now() - began) / 1000).toFixed(0)} s.`,
     "",
     "Reproduce: `timeout 300 npm run bench` (env: BENCH_SECONDS, BENCH_ROUNDS, BENCH_CPU_PROF=<dir>)."
