@@ -1,15 +1,18 @@
 /**
- * The chat path for an explicit model id: first deployment of the model,
- * upstream failures translated to the caller's errors, and every response
- * re-labelled with our completion id and the catalogue model id, so nothing
- * the caller sees names the upstream.
+ * The chat path for an explicit model id: reserve the estimate, call the
+ * model's first deployment, settle at actual usage (or release on failure),
+ * and re-label every response with our completion id and the catalogue model
+ * id, so nothing the caller sees names the upstream.
  */
-import { Effect, Layer, Option, Stream } from "effect"
-import { InvalidRequest, UpstreamError, UpstreamTimeout } from "../services/ApiError.ts"
+import { Effect, Exit, FiberRef, Layer, Option, Stream } from "effect"
+import { currentRequestId, InvalidRequest, UpstreamError, UpstreamTimeout } from "../services/ApiError.ts"
+import type { Principal } from "../services/ApiKeys.ts"
 import { Catalogue, type Deployment, type Model } from "../services/Catalogue.ts"
-import type { ChatChunk, ChatRequest } from "../services/Chat.ts"
+import type { ChatChunk, ChatRequest, Usage } from "../services/Chat.ts"
 import { type ChatError, ChatGateway } from "../services/ChatGateway.ts"
 import { Ids } from "../services/Ids.ts"
+import { type Attempt, Ledger, type Reservation } from "../services/Ledger.ts"
+import { Pricing, type TokenUsage } from "../services/Pricing.ts"
 import type { UpstreamFailure } from "../services/Providers.ts"
 
 const toApiError = (deployment: Deployment) => (failure: UpstreamFailure): Effect.Effect<never, ChatError> =>
@@ -32,11 +35,28 @@ const toApiError = (deployment: Deployment) => (failure: UpstreamFailure): Effec
     )
   )
 
+const fromUsage = (usage: Usage): TokenUsage => ({
+  inputTokens: usage.prompt_tokens,
+  outputTokens: usage.completion_tokens
+})
+
+/** Text a chunk adds to the answer, for counting when the upstream reports no usage. */
+const generatedText = (chunk: ChatChunk) => {
+  let text = ""
+  for (const choice of chunk.choices) {
+    text += choice.delta.content ?? ""
+    for (const call of choice.delta.tool_calls ?? []) text += (call.function?.name ?? "") + (call.function?.arguments ?? "")
+  }
+  return text
+}
+
 export const ChatGatewayLive = Layer.effect(
   ChatGateway,
   Effect.gen(function*() {
     const catalogue = yield* Catalogue
     const ids = yield* Ids
+    const ledger = yield* Ledger
+    const pricing = yield* Pricing
 
     const resolve = (request: ChatRequest): Effect.Effect<{ model: Model; deployment: Deployment }, InvalidRequest> => {
       const model = catalogue.get(request.model)
@@ -57,31 +77,111 @@ export const ChatGatewayLive = Layer.effect(
       return Effect.succeed({ model: model.value, deployment: catalogue.deployments(model.value.id)[0]! })
     }
 
-    const relabel = (id: string, model: Model) => (chunk: ChatChunk): ChatChunk => ({ ...chunk, id, model: model.id })
+    /** Resolves the model and reserves the call's estimate against the caller's balance. */
+    const prepare = (request: ChatRequest, principal: Principal) =>
+      Effect.gen(function*() {
+        const { deployment, model } = yield* resolve(request)
+        const estimate = pricing.estimate(model, request)
+        const requestId = (yield* FiberRef.get(currentRequestId)) ?? ids.make("req")
+        // Chat keys always belong to an account; only the operator's bootstrap key has none.
+        const reservation = yield* ledger.reserve({ accountId: principal.accountId!, requestId, amount: estimate.total })
+        return { deployment, model, reservation, estimate }
+      })
+
+    const settle = (
+      model: Model,
+      deployment: Deployment,
+      reservation: Reservation,
+      usage: TokenUsage,
+      attempt: Attempt
+    ) =>
+      ledger.settle(reservation, {
+        endpoint: "/v1/chat/completions",
+        model: model.id,
+        tier: model.tier,
+        privacyClass: "standard_route",
+        usage,
+        price: model.pricing,
+        cost: pricing.cost(model, deployment, usage),
+        attempts: [attempt],
+        providerId: deployment.provider.id
+      })
+
+    const since = (start: number) => Math.round(performance.now() - start)
 
     return {
-      complete: (request) =>
+      complete: (request, principal) =>
         Effect.gen(function*() {
-          const { deployment, model } = yield* resolve(request)
-          const completion = yield* deployment.adapter.complete({ request, upstreamModel: deployment.upstreamModel }).pipe(
-            Effect.catchAll(toApiError(deployment))
+          const { deployment, model, reservation } = yield* prepare(request, principal)
+          const started = performance.now()
+          return yield* deployment.adapter.complete({ request, upstreamModel: deployment.upstreamModel }).pipe(
+            Effect.catchAll(toApiError(deployment)),
+            Effect.flatMap((completion) =>
+              Effect.map(
+                settle(model, deployment, reservation, fromUsage(completion.usage), {
+                  model: model.id,
+                  outcome: "ok",
+                  latencyMs: since(started)
+                }),
+                (receipt) => ({ completion: { ...completion, id: ids.completion(), model: model.id }, receipt })
+              ).pipe(Effect.uninterruptible)
+            ),
+            // A failed or abandoned call is not billed.
+            Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : ledger.release(reservation))
           )
-          return { ...completion, id: ids.completion(), model: model.id }
         }),
 
-      stream: (request) =>
+      stream: (request, principal) =>
         Effect.gen(function*() {
-          const { deployment, model } = yield* resolve(request)
+          const { deployment, model, reservation } = yield* prepare(request, principal)
+          const started = performance.now()
           const chunks = yield* deployment.adapter.stream({ request, upstreamModel: deployment.upstreamModel }).pipe(
-            Effect.catchAll(toApiError(deployment))
+            Effect.catchAll(toApiError(deployment)),
+            Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : ledger.release(reservation))
           )
           const wantsUsage = request.stream_options?.include_usage === true
-          return chunks.pipe(
-            // Adapters always report usage (billing needs it); the caller sees it only if asked.
-            Stream.filter((chunk) => wantsUsage || chunk.choices.length > 0),
-            Stream.map(relabel(ids.completion(), model)),
-            Stream.catchAll((failure) => Stream.fromEffect(toApiError(deployment)(failure)))
-          )
+          const id = ids.completion()
+          let reported: Usage | undefined
+          let generated = ""
+          let failed = false
+          let closed = false
+          // A response that is never pulled (the client left first) still frees its reservation.
+          yield* Effect.addFinalizer(() => closed ? Effect.void : ledger.release(reservation))
+
+          // However the stream ends, bill what was generated: the upstream's usage when it
+          // reported one, else our own count of what reached us.
+          const settleStream = Effect.suspend(() => {
+            closed = true
+            if (reported === undefined && generated === "" && failed) return ledger.release(reservation)
+            const usage = reported !== undefined
+              ? fromUsage(reported)
+              : { inputTokens: pricing.countInput(request), outputTokens: pricing.countText(generated) }
+            return settle(model, deployment, reservation, usage, {
+              model: model.id,
+              outcome: failed ? "error" : "ok",
+              latencyMs: since(started)
+            })
+          })
+
+          return {
+            receiptId: reservation.id,
+            chunks: chunks.pipe(
+              Stream.tap((chunk) =>
+                Effect.sync(() => {
+                  if (chunk.usage) reported = chunk.usage
+                  generated += generatedText(chunk)
+                })
+              ),
+              // Adapters always report usage (billing needs it); the caller sees it only if asked.
+              Stream.filter((chunk) => wantsUsage || chunk.choices.length > 0),
+              Stream.map((chunk): ChatChunk => ({ ...chunk, id, model: model.id })),
+              Stream.catchAll((failure) => {
+                failed = true
+                return Stream.fromEffect(toApiError(deployment)(failure))
+              }),
+              Stream.ensuring(Effect.asVoid(settleStream))
+            )
+          }
         })
     }
   })

@@ -12,12 +12,16 @@ import { ChatGatewayLive } from "./ChatGatewayLive.ts"
 import { DatabaseLive } from "./Database.ts"
 import { EventLogPg } from "./EventLogPg.ts"
 import { IdsLive } from "./IdsLive.ts"
+import { LedgerPg } from "./LedgerPg.ts"
 import { MigrationsLive } from "./Migrations.ts"
+import { PricingLive } from "./PricingLive.ts"
 import { ProviderRegistryLive } from "./ProviderRegistryLive.ts"
+import { ReservationSweeper } from "./ReservationSweeper.ts"
 
 const Storage = MigrationsLive.pipe(Layer.provideMerge(DatabaseLive))
 
-const Ledger = Layer.mergeAll(AccountsPg, ApiKeysPg).pipe(
+const Money = ReservationSweeper.pipe(
+  Layer.provideMerge(Layer.mergeAll(AccountsPg, ApiKeysPg, LedgerPg)),
   Layer.provideMerge(EventLogPg),
   Layer.provideMerge(Storage)
 )
@@ -27,7 +31,10 @@ const Catalogue = CatalogueLive.pipe(
   Layer.provide(ProviderRegistryLive)
 )
 
-const Chat = ChatGatewayLive.pipe(Layer.provideMerge(Catalogue))
-
-// The catalogue is built first: a config mistake it finds stops the start before the database opens.
-export const Core = Ledger.pipe(Layer.provideMerge(Chat), Layer.provideMerge(IdsLive))
+export const Core = ChatGatewayLive.pipe(
+  Layer.provideMerge(Money),
+  // Built first: a config mistake the catalogue finds stops the start before the database opens.
+  Layer.provideMerge(Catalogue),
+  Layer.provideMerge(PricingLive),
+  Layer.provideMerge(IdsLive)
+)

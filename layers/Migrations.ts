@@ -2,10 +2,12 @@
 import { Migrator } from "@effect/sql"
 import { Effect, Layer } from "effect"
 import accountsKeysLedger from "./migrations/0001_accounts_keys_ledger.ts"
+import reservationsReceipts from "./migrations/0002_reservations_receipts.ts"
 
 const migrate = Migrator.make({})({
   loader: Migrator.fromRecord({
-    "0001_accounts_keys_ledger": accountsKeysLedger
+    "0001_accounts_keys_ledger": accountsKeysLedger,
+    "0002_reservations_receipts": reservationsReceipts
   }),
   table: "svc_migrations"
 })

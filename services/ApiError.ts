@@ -23,6 +23,11 @@ const fields = (defaultCode: string) => ({
 export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("InvalidRequest", fields("invalid_request")) {}
 /** 401: key missing, unknown, revoked or lacking the endpoint's scope. */
 export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", fields("unauthorized")) {}
+/** 402: the balance cannot cover the reserved estimate of the call. */
+export class InsufficientFunds extends Schema.TaggedError<InsufficientFunds>()(
+  "InsufficientFunds",
+  fields("insufficient_funds")
+) {}
 /** 403: a key uses a selector it may not use. */
 export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", fields("forbidden")) {}
 /** 404: unknown id, or an id of another account. */
@@ -48,6 +53,7 @@ export class UpstreamTimeout extends Schema.TaggedError<UpstreamTimeout>()(
 export type ApiError =
   | InvalidRequest
   | Unauthorized
+  | InsufficientFunds
   | Forbidden
   | NotFound
   | Conflict
@@ -70,6 +76,7 @@ export const ErrorEnvelope = Schema.Struct({
 const descriptions: Record<ApiError["_tag"], string> = {
   InvalidRequest: "The request is malformed, does not match the schema, or names an unknown model",
   Unauthorized: "The API key is missing, unknown, revoked, or lacks the endpoint's scope",
+  InsufficientFunds: "The credit balance cannot cover the reserved estimate of the call",
   Forbidden: "The key may not use this selector",
   NotFound: "No such resource for this account",
   Conflict: "The idempotency reference or key was used before with different content",
@@ -83,6 +90,7 @@ const descriptions: Record<ApiError["_tag"], string> = {
 const statuses = {
   InvalidRequest: 400,
   Unauthorized: 401,
+  InsufficientFunds: 402,
   Forbidden: 403,
   NotFound: 404,
   Conflict: 409,
@@ -119,6 +127,7 @@ const onTheWire = <A extends ApiError>(errorClass: Schema.Schema<A, any> & { rea
 export const Wire = {
   InvalidRequest: onTheWire(InvalidRequest),
   Unauthorized: onTheWire(Unauthorized),
+  InsufficientFunds: onTheWire(InsufficientFunds),
   Forbidden: onTheWire(Forbidden),
   NotFound: onTheWire(NotFound),
   Conflict: onTheWire(Conflict),

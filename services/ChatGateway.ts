@@ -1,23 +1,32 @@
 /**
- * Chat completions end to end: resolve the model, pick a deployment, call its
- * adapter, and hand back a response that names only the catalogue model.
+ * Chat completions end to end: resolve the model, reserve the estimate, pick
+ * a deployment, call its adapter, settle the bill, and hand back a response
+ * that names only the catalogue model.
  */
 import { Context, type Effect, type Scope, type Stream } from "effect"
-import type { InvalidRequest, UpstreamError, UpstreamTimeout } from "./ApiError.ts"
+import type { InsufficientFunds, InvalidRequest, UpstreamError, UpstreamTimeout } from "./ApiError.ts"
 import type { Principal } from "./ApiKeys.ts"
 import type { ChatChunk, ChatCompletion, ChatRequest } from "./Chat.ts"
+import type { Receipt } from "./Ledger.ts"
 
 /** What a chat call can fail with. */
-export type ChatError = InvalidRequest | UpstreamError | UpstreamTimeout
+export type ChatError = InvalidRequest | InsufficientFunds | UpstreamError | UpstreamTimeout
+
+export interface StreamedChat {
+  /** Reserved before the call; the receipt exists once the stream has ended. */
+  readonly receiptId: string
+  /** Settles the bill when it ends, however it ends (done, failed, or the client left). */
+  readonly chunks: Stream.Stream<ChatChunk, ChatError>
+}
 
 export class ChatGateway extends Context.Tag("svc/ChatGateway")<ChatGateway, {
-  readonly complete: (request: ChatRequest, principal: Principal) => Effect.Effect<ChatCompletion, ChatError>
+  readonly complete: (
+    request: ChatRequest,
+    principal: Principal
+  ) => Effect.Effect<{ readonly completion: ChatCompletion; readonly receipt: Receipt }, ChatError>
   /**
    * Succeeds once an upstream has accepted the call, so refusals are still
    * HTTP errors; failures inside the stream come after the first byte.
    */
-  readonly stream: (
-    request: ChatRequest,
-    principal: Principal
-  ) => Effect.Effect<Stream.Stream<ChatChunk, ChatError>, ChatError, Scope.Scope>
+  readonly stream: (request: ChatRequest, principal: Principal) => Effect.Effect<StreamedChat, ChatError, Scope.Scope>
 }>() {}

@@ -101,6 +101,15 @@ export const ConfigFile = Schema.Struct({
   marginFloor: Schema.optional(Schema.partial(Schema.Record({ key: PrivacyClass, value: Decimal }))),
   models: Schema.optionalWith(Schema.Array(ModelConfig), { default: () => [] }),
   providers: Schema.optional(Schema.Array(ProviderConfig)),
+  billing: Schema.optionalWith(
+    Schema.Struct({
+      /** How long a reservation may stay open; after that the sweeper releases it (its process died). */
+      reservationLeaseSeconds: Schema.optionalWith(PositiveInt, { default: () => 900 }),
+      /** How often expired reservations are looked for. */
+      sweepIntervalSeconds: Schema.optionalWith(PositiveInt, { default: () => 30 })
+    }),
+    { default: () => ({ reservationLeaseSeconds: 900, sweepIntervalSeconds: 30 }) }
+  ),
   limits: Schema.optionalWith(
     Schema.Struct({
       /** Largest accepted request body. */

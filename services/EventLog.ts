@@ -9,6 +9,11 @@ export type EventType =
   | "key.created"
   | "key.revoked"
   | "payment.credit_added"
+  | "payment.reserved"
+  | "payment.settled"
+  | "payment.released"
+  | "payment.insufficient_funds"
+  | "receipt.created"
 
 export interface NewEvent {
   readonly type: EventType

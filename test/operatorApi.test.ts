@@ -131,6 +131,6 @@ describe("operator API", () => {
     expect((await gateway.request("GET", `/v1/admin/accounts/${account.body.id}`)).body.balance_usd).toBe("7.000000000")
     expect((await gateway.request("GET", "/v1/models", { key: key.body.key })).status).toBe(200)
     const migrations = await gateway.query("SELECT * FROM svc_migrations")
-    expect(migrations).toHaveLength(1)
+    expect(migrations.length).toBeGreaterThanOrEqual(2)
   })
 })

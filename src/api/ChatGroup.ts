@@ -1,4 +1,8 @@
-/** `POST /v1/chat/completions`: JSON, or SSE deltas with `stream: true`. */
+/**
+ * `POST /v1/chat/completions`: JSON, or SSE deltas with `stream: true`. Billed
+ * responses carry `x-svc-receipt-id` and, for JSON, `x-svc-upstream-cost-usd`,
+ * `x-svc-margin-usd` and `x-svc-total-usd`.
+ */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Wire } from "../../services/ApiError.ts"
 import { ChatCompletion, ChatRequest } from "../../services/Chat.ts"
@@ -9,6 +13,7 @@ export class ChatGroup extends HttpApiGroup.make("chat")
     HttpApiEndpoint.post("createChatCompletion", "/v1/chat/completions")
       .setPayload(ChatRequest)
       .addSuccess(ChatCompletion)
+      .addError(Wire.InsufficientFunds)
       .addError(Wire.UpstreamError)
       .addError(Wire.UpstreamTimeout)
   )

@@ -1,0 +1,81 @@
+/**
+ * Paying for calls from the prepaid balance. Before a call an estimate is
+ * reserved atomically against what is available (balance − open
+ * reservations); after it, the reservation is settled at actual usage — the
+ * charge, the ledger entry and the receipt in one transaction — or released.
+ *
+ * Rule for usage above the estimate: the charge is clamped to the amount
+ * reserved, so a balance never goes below zero; the gateway absorbs the rest.
+ */
+import { Context, type Effect } from "effect"
+import type { InsufficientFunds, NotFound } from "./ApiError.ts"
+import type { Tier } from "./Catalogue.ts"
+import type { PrivacyClass } from "./Config.ts"
+import type { Nanos } from "./Money.ts"
+import type { Cost, TokenUsage } from "./Pricing.ts"
+
+export interface Reservation {
+  /** Also the id of the receipt the call will get. */
+  readonly id: string
+  readonly accountId: string
+  readonly requestId: string
+  readonly amount: Nanos
+  readonly reservedAt: Date
+}
+
+export interface Attempt {
+  readonly model: string
+  readonly outcome: "ok" | "error" | "timeout"
+  readonly latencyMs: number
+}
+
+/** What a finished call is billed for. */
+export interface Bill {
+  readonly endpoint: string
+  readonly model: string
+  readonly tier: Tier
+  readonly privacyClass: PrivacyClass
+  readonly usage: TokenUsage
+  readonly price: { readonly input: Nanos; readonly output: Nanos | undefined }
+  readonly cost: Cost
+  readonly attempts: ReadonlyArray<Attempt>
+  /** Operators only; never shown to the account. */
+  readonly providerId: string
+}
+
+export interface Receipt {
+  readonly id: string
+  readonly accountId: string
+  readonly requestId: string
+  readonly createdAt: Date
+  readonly endpoint: string
+  readonly model: string
+  readonly tier: Tier
+  readonly privacyClass: PrivacyClass
+  readonly usage: TokenUsage
+  readonly price: { readonly input: Nanos; readonly output: Nanos | undefined }
+  /** As charged: after the clamp rule. */
+  readonly cost: Cost
+  readonly estimated: Nanos
+  readonly reservedAt: Date
+  readonly settledAt: Date
+  readonly balanceAfter: Nanos
+  readonly attempts: ReadonlyArray<Attempt>
+}
+
+export class Ledger extends Context.Tag("svc/Ledger")<Ledger, {
+  /** Holds `amount` for a call, or fails when the available balance cannot cover it (an event is recorded). */
+  readonly reserve: (input: {
+    readonly accountId: string
+    readonly requestId: string
+    readonly amount: Nanos
+  }) => Effect.Effect<Reservation, InsufficientFunds>
+  /** Charges the call, writes its ledger entry and receipt, and frees the rest of the reservation. */
+  readonly settle: (reservation: Reservation, bill: Bill) => Effect.Effect<Receipt>
+  /** Frees a reservation without charging (the call failed). Releasing twice is harmless. */
+  readonly release: (reservation: Reservation) => Effect.Effect<void>
+  /** Releases reservations whose lease ran out (their process died); returns how many. */
+  readonly sweepExpired: Effect.Effect<number>
+  /** A receipt of the given account; another account's receipt is not found. */
+  readonly receipt: (accountId: string, id: string) => Effect.Effect<Receipt, NotFound>
+}>() {}

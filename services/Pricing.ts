@@ -1,0 +1,47 @@
+/**
+ * What a call costs. Prices are nano-dollars per one million tokens; a call's
+ * amount is `round_half_up((input × inputPrice + output × outputPrice) / 1e6)`
+ * nano-dollars, computed once over the whole sum. The customer's `total` uses
+ * the model's catalogue price, `upstream` the deployment's cost, and
+ * `margin = total − upstream`, so the three always add up to the last digit.
+ */
+import { Context } from "effect"
+import type { Deployment, Model, TokenPrice } from "./Catalogue.ts"
+import type { ChatRequest } from "./Chat.ts"
+import type { Nanos } from "./Money.ts"
+
+export interface TokenUsage {
+  readonly inputTokens: number
+  readonly outputTokens: number
+}
+
+export interface Cost {
+  readonly upstream: Nanos
+  readonly margin: Nanos
+  readonly total: Nanos
+}
+
+export interface Estimate extends TokenUsage {
+  /** What the customer would pay for that usage: the amount reserved before the call. */
+  readonly total: Nanos
+}
+
+/** Output tokens reserved when the caller sets no `max_tokens`. */
+export const DEFAULT_OUTPUT_ALLOWANCE = 4096
+
+export class Pricing extends Context.Tag("svc/Pricing")<Pricing, {
+  /** Amount for a usage at a price (the rounding rule above). */
+  readonly amount: (price: TokenPrice, usage: TokenUsage) => Nanos
+  /** Customer price, upstream cost and margin of a usage served by a deployment. */
+  readonly cost: (model: Model, deployment: Deployment, usage: TokenUsage) => Cost
+  /** Tokens of a request's input (messages, tools, response format), counted with a real tokenizer. */
+  readonly countInput: (request: ChatRequest) => number
+  /** Tokens of generated text (content, tool-call names and arguments). */
+  readonly countText: (text: string) => number
+  /**
+   * The reservation for a call: counted input plus the requested output
+   * (`max_completion_tokens` / `max_tokens`, else the default allowance, never
+   * more than the context leaves) at the model's price.
+   */
+  readonly estimate: (model: Model, request: ChatRequest) => Estimate
+}>() {}
