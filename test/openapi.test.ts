@@ -27,11 +27,12 @@ describe("openapi.json", () => {
       "/v1/admin/keys/{id}",
       "/v1/chat/completions",
       "/v1/models",
-      "/v1/models/{id}"
+      "/v1/models/{id}",
+      "/v1/receipts/{id}"
     ])
     const chat = spec.paths["/v1/chat/completions"].post
     expect(chat.requestBody.content["application/json"].schema.$ref).toBe("#/components/schemas/ChatCompletionRequest")
-    for (const status of ["400", "401", "413", "500", "502", "504"]) {
+    for (const status of ["400", "401", "402", "413", "500", "502", "504"]) {
       expect(JSON.stringify(chat.responses[status].content["application/json"].schema)).toContain(
         "\"#/components/schemas/ErrorEnvelope\""
       )

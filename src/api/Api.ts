@@ -8,11 +8,13 @@ import { Wire } from "../../services/ApiError.ts"
 import { AdminGroup } from "./AdminGroup.ts"
 import { ChatGroup } from "./ChatGroup.ts"
 import { ModelsGroup } from "./ModelsGroup.ts"
+import { ReceiptsGroup } from "./ReceiptsGroup.ts"
 import { documentAsServed } from "./openApiEnvelope.ts"
 
 export class Api extends HttpApi.make("svc")
   .add(ChatGroup)
   .add(ModelsGroup)
+  .add(ReceiptsGroup)
   .add(AdminGroup)
   .addError(Wire.InvalidRequest)
   .addError(Wire.Unauthorized)

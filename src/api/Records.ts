@@ -84,3 +84,25 @@ export const AddCredits = Schema.Struct({
   amount_usd: PositiveUsd,
   reference: CreditReference
 }).annotations({ identifier: "AddCredits" })
+
+export const ReceiptRecord = Schema.Struct({
+  id: Schema.String,
+  object: Schema.Literal("receipt"),
+  account_id: Schema.String,
+  request_id: Schema.String,
+  created_at: Timestamp,
+  endpoint: Schema.String,
+  model: Schema.String,
+  route: Schema.Struct({ tier: Schema.String, model: Schema.String }),
+  privacy_class: PrivacyClass,
+  usage: Schema.Struct({ input_tokens: Schema.Int, output_tokens: Schema.Int }),
+  pricing: Schema.Struct({ input_per_mtok_usd: Usd, output_per_mtok_usd: Schema.NullOr(Usd) }),
+  cost: Schema.Struct({ upstream_usd: Usd, margin_usd: Usd, total_usd: Usd }),
+  reservation: Schema.Struct({ estimated_usd: Usd, reserved_at: Timestamp, settled_at: Timestamp }),
+  balance_after_usd: Usd,
+  attempts: Schema.Array(Schema.Struct({
+    model: Schema.String,
+    outcome: Schema.Literal("ok", "error", "timeout"),
+    latency_ms: Schema.Int
+  }))
+}).annotations({ identifier: "Receipt" })

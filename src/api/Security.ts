@@ -26,6 +26,13 @@ export class ChatScope extends HttpApiMiddleware.Tag<ChatScope>()("svc/ChatScope
   security: bearer
 }) {}
 
+/** Keys with the `monitoring` scope (monitoring, usage, logs, receipts, provider health). */
+export class MonitoringScope extends HttpApiMiddleware.Tag<MonitoringScope>()("svc/MonitoringScope", {
+  failure: Wire.Unauthorized,
+  provides: CurrentPrincipal,
+  security: bearer
+}) {}
+
 /** Keys with the `admin` scope (the operator API). */
 export class AdminScope extends HttpApiMiddleware.Tag<AdminScope>()("svc/AdminScope", {
   failure: Wire.Unauthorized,

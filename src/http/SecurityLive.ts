@@ -7,7 +7,7 @@ import { HttpServerRequest } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { Unauthorized } from "../../services/ApiError.ts"
 import { ApiKeys, type Scope } from "../../services/ApiKeys.ts"
-import { AdminScope, AnyKey, ChatScope } from "../api/Security.ts"
+import { AdminScope, AnyKey, ChatScope, MonitoringScope } from "../api/Security.ts"
 
 const BEARER = /^Bearer +(\S+) *$/i
 
@@ -31,5 +31,6 @@ const authenticate = (required: Scope | null) =>
 export const SecurityLive = Layer.mergeAll(
   Layer.effect(AnyKey, authenticate(null)),
   Layer.effect(ChatScope, authenticate("chat")),
+  Layer.effect(MonitoringScope, authenticate("monitoring")),
   Layer.effect(AdminScope, authenticate("admin"))
 )

@@ -20,6 +20,8 @@ export interface TestGateway {
   /** `http://127.0.0.1:<port>` */
   readonly url: string
   readonly adminKey: string
+  /** Its database, to start another gateway on the same one. */
+  readonly database: TestDatabase
   /** A JSON request; `key` defaults to the admin key. */
   readonly request: (
     method: string,
@@ -98,6 +100,7 @@ export const startGateway = async (
   return {
     url,
     adminKey,
+    database,
     request,
     account: async ({ credit = "10", scopes = ["chat"] } = {}) => {
       const account = await request("POST", "/v1/admin/accounts", { body: { name: "test", credit_usd: credit } })

@@ -1,0 +1,16 @@
+/** `GET /v1/receipts/{id}`: the per-call billing record, for the owning account only. */
+import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Schema } from "effect"
+import { Wire } from "../../services/ApiError.ts"
+import { ReceiptRecord } from "./Records.ts"
+import { MonitoringScope } from "./Security.ts"
+
+export class ReceiptsGroup extends HttpApiGroup.make("receipts")
+  .add(
+    HttpApiEndpoint.get("getReceipt", "/v1/receipts/:id")
+      .setPath(Schema.Struct({ id: Schema.String }))
+      .addSuccess(ReceiptRecord)
+      .addError(Wire.NotFound)
+  )
+  .middleware(MonitoringScope)
+{}

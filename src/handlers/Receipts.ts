@@ -1,0 +1,53 @@
+/** Receipts: a key reads its own account's receipts; anything else is not found. */
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
+import { NotFound } from "../../services/ApiError.ts"
+import { Ledger, type Receipt } from "../../services/Ledger.ts"
+import { formatUsd } from "../../services/Money.ts"
+import { Api } from "../api/Api.ts"
+import type { ReceiptRecord } from "../api/Records.ts"
+import { CurrentPrincipal } from "../api/Security.ts"
+
+export const toReceiptRecord = (receipt: Receipt): typeof ReceiptRecord.Type => ({
+  id: receipt.id,
+  object: "receipt",
+  account_id: receipt.accountId,
+  request_id: receipt.requestId,
+  created_at: receipt.createdAt.toISOString(),
+  endpoint: receipt.endpoint,
+  model: receipt.model,
+  route: { tier: receipt.tier, model: receipt.model },
+  privacy_class: receipt.privacyClass,
+  usage: { input_tokens: receipt.usage.inputTokens, output_tokens: receipt.usage.outputTokens },
+  pricing: {
+    input_per_mtok_usd: formatUsd(receipt.price.input),
+    output_per_mtok_usd: receipt.price.output === undefined ? null : formatUsd(receipt.price.output)
+  },
+  cost: {
+    upstream_usd: formatUsd(receipt.cost.upstream),
+    margin_usd: formatUsd(receipt.cost.margin),
+    total_usd: formatUsd(receipt.cost.total)
+  },
+  reservation: {
+    estimated_usd: formatUsd(receipt.estimated),
+    reserved_at: receipt.reservedAt.toISOString(),
+    settled_at: receipt.settledAt.toISOString()
+  },
+  balance_after_usd: formatUsd(receipt.balanceAfter),
+  attempts: receipt.attempts.map((attempt) => ({
+    model: attempt.model,
+    outcome: attempt.outcome,
+    latency_ms: attempt.latencyMs
+  }))
+})
+
+export const ReceiptsHandlers = HttpApiBuilder.group(Api, "receipts", (handlers) =>
+  Effect.gen(function*() {
+    const ledger = yield* Ledger
+    return handlers.handle("getReceipt", ({ path }) =>
+      Effect.gen(function*() {
+        const { accountId } = yield* CurrentPrincipal
+        if (accountId === null) return yield* new NotFound({ message: `No receipt ${path.id}.`, param: "id" })
+        return toReceiptRecord(yield* ledger.receipt(accountId, path.id))
+      }))
+  }))

@@ -1,0 +1,43 @@
+/**
+ * The money invariants, checked in SQL after every billing test: per account,
+ * credits − receipt totals = balance = sum of ledger entries; reserved = open
+ * reservations; balance ≥ 0; no open reservation past its lease; one receipt
+ * per settled reservation and none for released ones; upstream + margin = total.
+ * Returns the violations, so a failing test shows them.
+ */
+type Query = <Row = Record<string, unknown>>(text: string, params?: ReadonlyArray<unknown>) => Promise<ReadonlyArray<Row>>
+
+export const moneyViolations = async (query: Query): Promise<ReadonlyArray<string>> => {
+  const rows = await query<{ violation: string }>(`
+    WITH per_account AS (
+      SELECT a.id, a.balance_usd, a.reserved_usd,
+        coalesce((SELECT sum(amount_usd) FROM ledger_entries l WHERE l.account_id = a.id AND l.kind = 'credit'), 0) AS credits,
+        coalesce((SELECT sum(total_usd) FROM receipts r WHERE r.account_id = a.id), 0) AS charged,
+        coalesce((SELECT sum(amount_usd) FROM ledger_entries l WHERE l.account_id = a.id), 0) AS ledger,
+        coalesce((SELECT sum(amount_usd) FROM reservations v WHERE v.account_id = a.id AND v.status = 'open'), 0) AS held
+      FROM accounts a
+    )
+    SELECT id || ': balance ' || balance_usd || ' but credits - receipts = ' || (credits - charged) AS violation
+      FROM per_account WHERE balance_usd <> credits - charged
+    UNION ALL
+    SELECT id || ': balance ' || balance_usd || ' but ledger sums to ' || ledger FROM per_account WHERE balance_usd <> ledger
+    UNION ALL
+    SELECT id || ': reserved ' || reserved_usd || ' but open reservations hold ' || held FROM per_account WHERE reserved_usd <> held
+    UNION ALL
+    SELECT id || ': negative balance ' || balance_usd FROM per_account WHERE balance_usd < 0
+    UNION ALL
+    SELECT 'reservation ' || id || ' open past its lease' FROM reservations WHERE status = 'open' AND expires_at < now()
+    UNION ALL
+    SELECT 'settled reservation ' || v.id || ' has no receipt' FROM reservations v
+      WHERE v.status = 'settled' AND NOT EXISTS (SELECT 1 FROM receipts r WHERE r.id = v.id)
+    UNION ALL
+    SELECT 'receipt ' || r.id || ' for a reservation that is ' || v.status FROM receipts r JOIN reservations v ON v.id = r.id
+      WHERE v.status <> 'settled'
+    UNION ALL
+    SELECT 'receipt ' || id || ': upstream + margin <> total' FROM receipts WHERE upstream_usd + margin_usd <> total_usd
+    UNION ALL
+    SELECT 'receipt ' || r.id || ' has no charge entry' FROM receipts r
+      WHERE NOT EXISTS (SELECT 1 FROM ledger_entries l WHERE l.reference = r.id AND l.kind = 'charge' AND l.amount_usd = -r.total_usd)
+  `)
+  return rows.map((row) => row.violation)
+}
