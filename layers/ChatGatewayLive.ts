@@ -5,14 +5,16 @@
  * id, so nothing the caller sees names the upstream.
  */
 import { Effect, Exit, FiberRef, Layer, Option, Stream } from "effect"
-import { currentRequestId, InvalidRequest, UpstreamError, UpstreamTimeout } from "../services/ApiError.ts"
+import { currentRequestId, InvalidRequest, ServiceUnavailable, UpstreamError, UpstreamTimeout } from "../services/ApiError.ts"
+import { AppConfig, type ConfigFile, type PrivacyClass } from "../services/Config.ts"
+import { type Nanos, parseUsd } from "../services/Money.ts"
 import type { Principal } from "../services/ApiKeys.ts"
 import { Catalogue, type Deployment, type Model } from "../services/Catalogue.ts"
 import type { ChatChunk, ChatRequest, Usage } from "../services/Chat.ts"
 import { type ChatError, ChatGateway } from "../services/ChatGateway.ts"
 import { Ids } from "../services/Ids.ts"
 import { type Attempt, Ledger, type Reservation } from "../services/Ledger.ts"
-import { Pricing, type TokenUsage } from "../services/Pricing.ts"
+import { type Cost, type Estimate, Pricing, type TokenUsage } from "../services/Pricing.ts"
 import type { UpstreamFailure } from "../services/Providers.ts"
 
 const toApiError = (deployment: Deployment) => (failure: UpstreamFailure): Effect.Effect<never, ChatError> =>
@@ -50,6 +52,26 @@ const generatedText = (chunk: ChatChunk) => {
   return text
 }
 
+/** Until privacy classes are enforced, every call is served at the weakest class. */
+const SERVED_CLASS: PrivacyClass = "standard_route"
+
+const NANO = 1_000_000_000n
+
+/** Floors as fractions of the total, in billionths; an unconfigured class has none. */
+const marginFloors = (configured: ConfigFile["marginFloor"]): Record<PrivacyClass, Nanos> => {
+  const floor = (privacyClass: PrivacyClass) =>
+    Option.getOrElse(Option.flatMap(Option.fromNullable(configured?.[privacyClass]), parseUsd), () => 0n)
+  return {
+    standard_route: floor("standard_route"),
+    protected_provider_route: floor("protected_provider_route"),
+    private_gateway_route: floor("private_gateway_route"),
+    confidential_runtime_route: floor("confidential_runtime_route")
+  }
+}
+
+/** margin / total ≥ floor, in exact integers. */
+const meetsFloor = (cost: Cost, floor: Nanos) => cost.margin * NANO >= floor * cost.total
+
 export const ChatGatewayLive = Layer.effect(
   ChatGateway,
   Effect.gen(function*() {
@@ -57,8 +79,11 @@ export const ChatGatewayLive = Layer.effect(
     const ids = yield* Ids
     const ledger = yield* Ledger
     const pricing = yield* Pricing
+    const config = yield* AppConfig
 
-    const resolve = (request: ChatRequest): Effect.Effect<{ model: Model; deployment: Deployment }, InvalidRequest> => {
+    const floors = marginFloors(config.file.marginFloor)
+
+    const resolve = (request: ChatRequest): Effect.Effect<Model, InvalidRequest> => {
       const model = catalogue.get(request.model)
       if (Option.isNone(model)) {
         return Effect.fail(
@@ -73,15 +98,29 @@ export const ChatGatewayLive = Layer.effect(
           new InvalidRequest({ message: `${model.value.id} does not serve chat completions.`, param: "model" })
         )
       }
-      // Every listed model has a deployment; choosing among several is the router's job.
-      return Effect.succeed({ model: model.value, deployment: catalogue.deployments(model.value.id)[0]! })
+      return Effect.succeed(model.value)
+    }
+
+    /** The first deployment whose expected margin meets the floor of the class served; choosing better is the router's job. */
+    const deploymentFor = (model: Model, estimate: Estimate, privacyClass: PrivacyClass) => {
+      const floor = floors[privacyClass]
+      const deployment = catalogue.deployments(model.id).find((candidate) =>
+        meetsFloor(pricing.cost(model, candidate, estimate), floor)
+      )
+      return deployment !== undefined ? Effect.succeed(deployment) : Effect.fail(
+        new ServiceUnavailable({
+          code: "margin_floor_violated",
+          message: `No route for ${model.id} meets the margin floor of the ${privacyClass} class.`
+        })
+      )
     }
 
     /** Resolves the model and reserves the call's estimate against the caller's balance. */
     const prepare = (request: ChatRequest, principal: Principal) =>
       Effect.gen(function*() {
-        const { deployment, model } = yield* resolve(request)
+        const model = yield* resolve(request)
         const estimate = pricing.estimate(model, request)
+        const deployment = yield* deploymentFor(model, estimate, SERVED_CLASS)
         const requestId = (yield* FiberRef.get(currentRequestId)) ?? ids.make("req")
         // Chat keys always belong to an account; only the operator's bootstrap key has none.
         const reservation = yield* ledger.reserve({ accountId: principal.accountId!, requestId, amount: estimate.total })
@@ -99,7 +138,7 @@ export const ChatGatewayLive = Layer.effect(
         endpoint: "/v1/chat/completions",
         model: model.id,
         tier: model.tier,
-        privacyClass: "standard_route",
+        privacyClass: SERVED_CLASS,
         usage,
         price: model.pricing,
         cost: pricing.cost(model, deployment, usage),

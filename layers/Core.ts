@@ -11,6 +11,7 @@ import { CatalogueLive } from "./CatalogueLive.ts"
 import { ChatGatewayLive } from "./ChatGatewayLive.ts"
 import { DatabaseLive } from "./Database.ts"
 import { EventLogPg } from "./EventLogPg.ts"
+import { IdempotencyPg } from "./IdempotencyPg.ts"
 import { IdsLive } from "./IdsLive.ts"
 import { LedgerPg } from "./LedgerPg.ts"
 import { MigrationsLive } from "./Migrations.ts"
@@ -21,7 +22,7 @@ import { ReservationSweeper } from "./ReservationSweeper.ts"
 const Storage = MigrationsLive.pipe(Layer.provideMerge(DatabaseLive))
 
 const Money = ReservationSweeper.pipe(
-  Layer.provideMerge(Layer.mergeAll(AccountsPg, ApiKeysPg, LedgerPg)),
+  Layer.provideMerge(Layer.mergeAll(AccountsPg, ApiKeysPg, LedgerPg, IdempotencyPg)),
   Layer.provideMerge(EventLogPg),
   Layer.provideMerge(Storage)
 )

@@ -41,6 +41,11 @@ export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()(
 ) {}
 /** 500: a fault of ours; the message never carries internals. */
 export class InternalError extends Schema.TaggedError<InternalError>()("InternalError", fields("internal_error")) {}
+/** 503: no route may serve the call now (e.g. `margin_floor_violated`). */
+export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()(
+  "ServiceUnavailable",
+  fields("service_unavailable")
+) {}
 /** 502: every eligible route failed. */
 export class UpstreamError extends Schema.TaggedError<UpstreamError>()("UpstreamError", fields("upstream_error")) {}
 /** 504: every eligible route timed out. */
@@ -60,6 +65,7 @@ export type ApiError =
   | PayloadTooLarge
   | InternalError
   | UpstreamError
+  | ServiceUnavailable
   | UpstreamTimeout
 
 /** The wire envelope shared by every error status. */
@@ -83,6 +89,7 @@ const descriptions: Record<ApiError["_tag"], string> = {
   PayloadTooLarge: "The request body is over the configured limit",
   InternalError: "A fault on our side",
   UpstreamError: "Every eligible route failed",
+  ServiceUnavailable: "No route may serve the call now: below the margin floor, or its runtime is unavailable",
   UpstreamTimeout: "Every eligible route timed out"
 }
 
@@ -97,6 +104,7 @@ const statuses = {
   PayloadTooLarge: 413,
   InternalError: 500,
   UpstreamError: 502,
+  ServiceUnavailable: 503,
   UpstreamTimeout: 504
 } as const satisfies Record<ApiError["_tag"], number>
 
@@ -134,5 +142,6 @@ export const Wire = {
   PayloadTooLarge: onTheWire(PayloadTooLarge),
   InternalError: onTheWire(InternalError),
   UpstreamError: onTheWire(UpstreamError),
+  ServiceUnavailable: onTheWire(ServiceUnavailable),
   UpstreamTimeout: onTheWire(UpstreamTimeout)
 }

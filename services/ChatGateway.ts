@@ -4,13 +4,13 @@
  * that names only the catalogue model.
  */
 import { Context, type Effect, type Scope, type Stream } from "effect"
-import type { InsufficientFunds, InvalidRequest, UpstreamError, UpstreamTimeout } from "./ApiError.ts"
+import type { InsufficientFunds, InvalidRequest, ServiceUnavailable, UpstreamError, UpstreamTimeout } from "./ApiError.ts"
 import type { Principal } from "./ApiKeys.ts"
 import type { ChatChunk, ChatCompletion, ChatRequest } from "./Chat.ts"
 import type { Receipt } from "./Ledger.ts"
 
 /** What a chat call can fail with. */
-export type ChatError = InvalidRequest | InsufficientFunds | UpstreamError | UpstreamTimeout
+export type ChatError = InvalidRequest | InsufficientFunds | ServiceUnavailable | UpstreamError | UpstreamTimeout
 
 export interface StreamedChat {
   /** Reserved before the call; the receipt exists once the stream has ended. */

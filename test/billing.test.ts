@@ -17,13 +17,23 @@ beforeAll(async () => {
   gateway = await startGateway({
     config: {
       billing: { sweepIntervalSeconds: 1 },
-      models: [{
-        id: "svc/metered",
-        context: 32000,
-        pricing: { input: "1.00", output: "2.00" },
-        modalities: ["text"],
-        capabilities: ["chat", "streaming"]
-      }],
+      marginFloor: { standard_route: "0.25" },
+      models: [
+        {
+          id: "svc/metered",
+          context: 32000,
+          pricing: { input: "1.00", output: "2.00" },
+          modalities: ["text"],
+          capabilities: ["chat", "streaming"]
+        },
+        {
+          id: "svc/thin",
+          context: 32000,
+          pricing: { input: "1.00", output: "2.00" },
+          modalities: ["text"],
+          capabilities: ["chat"]
+        }
+      ],
       providers: [
         { id: "sandbox", plugin: "sandbox", deployments: [{ model: "svc/swift" }, { model: "svc/pro" }] },
         {
@@ -31,7 +41,11 @@ beforeAll(async () => {
           plugin: "openai-compatible",
           baseUrl: upstream.baseUrl,
           timeoutMs: 2000,
-          deployments: [{ model: "svc/metered", upstreamModel: "m", cost: { input: "0.50", output: "1.00" } }]
+          deployments: [
+            { model: "svc/metered", upstreamModel: "m", cost: { input: "0.50", output: "1.00" } },
+            // A 20% margin: under the 25% floor of the standard class.
+            { model: "svc/thin", upstreamModel: "t", cost: { input: "0.80", output: "1.60" } }
+          ]
         }
       ]
     }
@@ -228,6 +242,19 @@ describe("billing", () => {
     expect((await balanceOf(account.id)).available_usd).toBe("1.000000000")
     const [event] = await gateway.query<any>("SELECT data FROM events WHERE receipt_id = 'rcpt_stranded' AND type = 'payment.released'")
     expect(event.data).toEqual({ amount_usd: "0.500000000", reason: "lease_expired" })
+  })
+
+  it("refuses a route under the margin floor with 503, and bills nothing", async () => {
+    const account = await gateway.account({ credit: "1" })
+    const sent = upstream.requests.length
+    const refused = await chat(account.key, { model: "svc/thin", messages: [{ role: "user", content: "thin" }] })
+    expect(refused.status).toBe(503)
+    expect(refused.body.error.code).toBe("margin_floor_violated")
+    expect(upstream.requests.length).toBe(sent)
+    const after = await balanceOf(account.id)
+    expect([after.balance_usd, after.reserved_usd]).toEqual(["1.000000000", "0.000000000"])
+    // A 50% margin passes the same floor.
+    expect((await chat(account.key, { model: "svc/metered", messages: [{ role: "user", content: "fat" }] })).status).toBe(200)
   })
 
   it("hides another account's receipt", async () => {
