@@ -1,0 +1,204 @@
+/**
+ * A real gateway process — `node_modules/.bin/tsx src/main.ts`, what `npm
+ * start` runs — for tests that need several processes on one database, or a
+ * process that dies. It gets its own env and config file and a free loopback
+ * port, and counts as started once it answers `GET /openapi.json`.
+ *
+ * tsx runs the app in a child node process, so the gateway is started as the
+ * leader of its own process group and every signal goes to the whole group:
+ * a SIGKILL then really kills the app, not just tsx. Children that a test
+ * forgets are killed by `stopAllGatewayProcesses()` (call it in `afterAll`)
+ * and, as a last resort, when the test worker exits.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { createServer } from "node:net"
+import { tmpdir } from "node:os"
+import { dirname, join, resolve } from "node:path"
+import { fileURLToPath } from "node:url"
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..")
+const tsx = join(root, "node_modules/.bin/tsx")
+
+export interface GatewayProcess {
+  /** `http://127.0.0.1:<port>` */
+  readonly url: string
+  readonly port: number
+  /** The process group (tsx and the app under it). */
+  readonly pid: number
+  /** Sends `signal` to the process group and resolves once the process has exited. */
+  readonly kill: (signal?: NodeJS.Signals) => Promise<void>
+  /** SIGTERM, then SIGKILL if it has not exited after `graceMs`; resolves once it has exited. */
+  readonly stop: (graceMs?: number) => Promise<void>
+  /** Whether it is still running. */
+  readonly running: () => boolean
+  /** Its stdout and stderr so far (the last 256 KiB), for failure messages. */
+  readonly output: () => string
+}
+
+export interface GatewayProcessOptions {
+  /**
+   * The database and anything else: `DATABASE_URL` (PostgreSQL) or
+   * `SVC_DATA_DIR` (PGlite) must be among them, so that no test ever opens the
+   * default data directory. PORT and HOST are set here.
+   */
+  readonly env: Record<string, string>
+  /** The config file's content; `{}` (the built-in default) when omitted. */
+  readonly config?: unknown
+  /** How long it may take to answer `/openapi.json`. */
+  readonly readyTimeoutMs?: number
+}
+
+const live = new Set<ChildProcess>()
+
+const signalGroup = (child: ChildProcess, signal: NodeJS.Signals) => {
+  if (child.pid === undefined) return
+  try {
+    process.kill(-child.pid, signal)
+  } catch {
+    // Already gone.
+  }
+}
+
+let exitHookInstalled = false
+const installExitHook = () => {
+  if (exitHookInstalled) return
+  exitHookInstalled = true
+  // Synchronous, so it also runs when the worker exits without cleaning up.
+  process.once("exit", () => {
+    for (const child of live) signalGroup(child, "SIGKILL")
+  })
+}
+
+/** A port nothing listens on right now (the kernel's choice for port 0). */
+export const freePort = () =>
+  new Promise<number>((resolvePort, reject) => {
+    const server = createServer()
+    server.unref()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      server.close(() => typeof address === "object" && address !== null ? resolvePort(address.port) : reject(new Error("no port")))
+    })
+  })
+
+/** Variables of the test runner's own environment that must not leak into a gateway. */
+const inheritedOut = /^(PORT|HOST|DATABASE_URL|REDIS_URL|NODE_OPTIONS|VITEST.*|SVC_.*)$/
+
+const sleep = (ms: number) => new Promise<void>((wake) => setTimeout(wake, ms))
+
+const startOnce = async (options: GatewayProcessOptions, configPath: string, port: number) => {
+  const env: Record<string, string> = {}
+  for (const [name, value] of Object.entries(process.env)) {
+    if (value !== undefined && !inheritedOut.test(name)) env[name] = value
+  }
+  Object.assign(env, options.env, { PORT: String(port), HOST: "127.0.0.1", SVC_CONFIG: configPath })
+
+  installExitHook()
+  const child = spawn(tsx, ["src/main.ts"], { cwd: root, env, detached: true, stdio: ["ignore", "pipe", "pipe"] })
+  live.add(child)
+  let output = ""
+  const keep = (chunk: Buffer) => {
+    output = (output + chunk.toString("utf8")).slice(-256 * 1024)
+  }
+  child.stdout!.on("data", keep)
+  child.stderr!.on("data", keep)
+  const exited = new Promise<void>((done) => {
+    const finish = () => {
+      live.delete(child)
+      done()
+    }
+    if (child.exitCode !== null || child.signalCode !== null) return finish()
+    child.once("exit", finish)
+    child.once("error", (error) => {
+      keep(Buffer.from(`\nspawn failed: ${error.message}\n`))
+      finish()
+    })
+  })
+  const running = () => live.has(child)
+  const url = `http://127.0.0.1:${port}`
+
+  const kill = async (signal: NodeJS.Signals = "SIGKILL") => {
+    if (!running()) return
+    signalGroup(child, signal)
+    await exited
+    // The app's node process may outlive tsx by a moment; the group gets the same signal again.
+    if (signal === "SIGKILL") signalGroup(child, "SIGKILL")
+  }
+  const stop = async (graceMs = 10_000) => {
+    if (!running()) return
+    signalGroup(child, "SIGTERM")
+    const timer = setTimeout(() => signalGroup(child, "SIGKILL"), graceMs)
+    await exited
+    clearTimeout(timer)
+    // Nothing of the group may stay behind, whatever tsx did.
+    signalGroup(child, "SIGKILL")
+  }
+
+  const deadline = Date.now() + (options.readyTimeoutMs ?? 90_000)
+  while (true) {
+    if (!running()) return { ready: false as const, output }
+    try {
+      const response = await fetch(`${url}/openapi.json`, { signal: AbortSignal.timeout(2_000) })
+      await response.arrayBuffer()
+      if (response.status === 200) break
+    } catch {
+      // Not listening yet.
+    }
+    if (Date.now() > deadline) {
+      await kill("SIGKILL")
+      throw new Error(`the gateway did not answer ${url}/openapi.json in time; its output:\n${output}`)
+    }
+    await sleep(100)
+  }
+
+  const handle: GatewayProcess = {
+    url,
+    port,
+    pid: child.pid!,
+    kill,
+    stop,
+    running,
+    output: () => output
+  }
+  return { ready: true as const, handle }
+}
+
+/** Starts a gateway process and resolves once it serves; rejects with its output if it does not. */
+export const startGatewayProcess = async (options: GatewayProcessOptions): Promise<GatewayProcess> => {
+  if (!options.env.DATABASE_URL && !options.env.SVC_DATA_DIR) {
+    throw new Error("startGatewayProcess: give DATABASE_URL or SVC_DATA_DIR in env")
+  }
+  const dir = mkdtempSync(join(tmpdir(), "svc-test-process-"))
+  const configPath = join(dir, "svc.config.json")
+  writeFileSync(configPath, JSON.stringify(options.config ?? {}))
+  try {
+    let last = ""
+    // The port is free when chosen but may be taken before the gateway binds it: then try another.
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const started = await startOnce(options, configPath, await freePort())
+      if (started.ready) return started.handle
+      last = started.output
+      if (!last.includes("EADDRINUSE")) break
+    }
+    throw new Error(`the gateway process exited before serving; its output:\n${last}`)
+  } finally {
+    // The config was read at start.
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/** Stops every gateway process this worker started that is still running (for `afterAll`). */
+export const stopAllGatewayProcesses = async () => {
+  const stops: Array<Promise<void>> = []
+  for (const child of [...live]) {
+    signalGroup(child, "SIGKILL")
+    stops.push(
+      new Promise<void>((done) => {
+        if (child.exitCode !== null || child.signalCode !== null) return done()
+        child.once("exit", () => done())
+      })
+    )
+  }
+  await Promise.all(stops)
+}
