@@ -1,11 +1,11 @@
 /** Accounts and credits in PostgreSQL. Every balance change is a ledger entry in the same transaction. */
 import { SqlClient } from "@effect/sql"
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer } from "effect"
 import { type Account, Accounts, type LedgerEntry } from "../services/Accounts.ts"
 import { Conflict, NotFound } from "../services/ApiError.ts"
 import { EventLog } from "../services/EventLog.ts"
 import { Ids } from "../services/Ids.ts"
-import { formatUsd, type Nanos, parseUsd } from "../services/Money.ts"
+import { formatUsd, type Nanos, fromNumericColumn } from "../services/Money.ts"
 
 interface AccountRow {
   readonly id: string
@@ -25,8 +25,7 @@ interface LedgerRow {
   readonly created_at: Date
 }
 
-/** Decimal columns come back as strings from both drivers. */
-const money = (column: string): Nanos => Option.getOrThrow(parseUsd(column))
+const money = fromNumericColumn
 
 const toAccount = (row: AccountRow): Account => ({
   id: row.id,

@@ -6,14 +6,14 @@
  * the ledger entry, the receipt and the events.
  */
 import { SqlClient } from "@effect/sql"
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer } from "effect"
 import { InsufficientFunds, NotFound } from "../services/ApiError.ts"
 import type { Tier } from "../services/Catalogue.ts"
 import { AppConfig, type PrivacyClass } from "../services/Config.ts"
 import { EventLog } from "../services/EventLog.ts"
 import { Ids } from "../services/Ids.ts"
 import { type Attempt, Ledger, type Receipt } from "../services/Ledger.ts"
-import { formatUsd, type Nanos, parseUsd } from "../services/Money.ts"
+import { formatUsd, type Nanos, fromNumericColumn } from "../services/Money.ts"
 
 interface ReceiptRow {
   readonly id: string
@@ -38,7 +38,7 @@ interface ReceiptRow {
   readonly created_at: Date
 }
 
-const money = (column: string): Nanos => Option.getOrThrow(parseUsd(column))
+const money = fromNumericColumn
 const usd = formatUsd
 
 const toReceipt = (row: ReceiptRow): Receipt => ({

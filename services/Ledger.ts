@@ -43,24 +43,16 @@ export interface Bill {
   readonly providerId: string
 }
 
-export interface Receipt {
+/** The settled record of one call: its bill as charged (after the clamp rule), without operator-only facts. */
+export interface Receipt extends Omit<Bill, "providerId"> {
   readonly id: string
   readonly accountId: string
   readonly requestId: string
   readonly createdAt: Date
-  readonly endpoint: string
-  readonly model: string
-  readonly tier: Tier
-  readonly privacyClass: PrivacyClass
-  readonly usage: TokenUsage
-  readonly price: { readonly input: Nanos; readonly output: Nanos | undefined }
-  /** As charged: after the clamp rule. */
-  readonly cost: Cost
   readonly estimated: Nanos
   readonly reservedAt: Date
   readonly settledAt: Date
   readonly balanceAfter: Nanos
-  readonly attempts: ReadonlyArray<Attempt>
 }
 
 export class Ledger extends Context.Tag("svc/Ledger")<Ledger, {

@@ -31,6 +31,9 @@ export const formatUsd = (nanos: Nanos): string => {
   return `${negative ? "-" : ""}${whole}.${fraction}`
 }
 
+/** A `numeric` column as both drivers return it (a decimal string); the schema guarantees the shape. */
+export const fromNumericColumn = (column: string): Nanos => Option.getOrThrow(parseUsd(column))
+
 /** Decimal string (as stored or sent) ⇄ nano-dollars. */
 export const UsdFromString = Schema.transformOrFail(Schema.String, Schema.BigIntFromSelf, {
   strict: true,

@@ -115,7 +115,7 @@ describe("billing across gateway processes", () => {
       const gateways = await Promise.all(
         [0, 1, 2].map(() => startGatewayProcess({ env: { ...database.env, SVC_ADMIN_KEY: admin }, config }))
       )
-      const body = JSON.stringify({ model: "svc/pro", max_tokens: 40, messages: [{ role: "user", content: "count to forty slowly" }] })
+      const body = JSON.stringify({ model: "svc/pro", max_tokens: 8, messages: [{ role: "user", content: "bill me across processes" }] })
 
       // One call on an account of its own tells the estimate of this exact request.
       const probe = await makeAccount(gateways[0]!, admin, "1")
@@ -126,8 +126,9 @@ describe("billing across gateway processes", () => {
       })
       expect(probed.status, await probed.clone().text()).toBe(200)
       await probed.arrayBuffer()
-      const [{ estimated_usd }] = await query<{ estimated_usd: string }>(
-        "SELECT estimated_usd::text FROM receipts WHERE account_id = $1",
+      // The sandbox's answer runs past 8 tokens, so a call costs about its estimate.
+      const [{ estimated_usd, total_usd }] = await query<{ estimated_usd: string; total_usd: string }>(
+        "SELECT estimated_usd::text, total_usd::text FROM receipts WHERE account_id = $1",
         [probe.id]
       ) as any
       const estimate = nanos(estimated_usd)
@@ -163,7 +164,7 @@ describe("billing across gateway processes", () => {
       const unexpected = statuses.filter((call) => call.status !== 200 && call.status !== 402)
       console.log(
         `1,000 calls over 3 processes in ${elapsed} ms: ${ok} × 200, ${refused} × 402, ${unexpected.length} other;` +
-          ` estimate ${usd(estimate)} USD, credit ${usd(credit)} USD`
+          ` estimate ${usd(estimate)} USD, cost ${total_usd} USD, credit ${usd(credit)} USD`
       )
       expect(unexpected.map((call) => `${call.status} from process ${call.gateway}: ${call.text.slice(0, 300)}`)).toEqual([])
       expect(ok).toBeGreaterThan(0)
@@ -276,9 +277,6 @@ describe("billing across gateway processes", () => {
       await first.kill("SIGKILL")
       controller.abort()
       await Promise.allSettled(responses.map((response) => response.body?.cancel()))
-      expect(killedAfter, "the calls were in flight and their lease unexpired when the process died").toBeLessThan(
-        lease * 1000
-      )
 
       // Nothing runs now: the dead process's reservations still hold the credit.
       const stranded = await onDatabase(async (query) => {
@@ -294,7 +292,10 @@ describe("billing across gateway processes", () => {
         return { reservations, row: row!, receipts }
       })
       expect(stranded.reservations.map((row) => row.id)).toEqual([...receiptIds].sort())
-      expect(stranded.reservations.map((row) => row.status)).toEqual(Array(inFlight).fill("open"))
+      expect(
+        stranded.reservations.map((row) => row.status),
+        `still open: killed ${killedAfter} ms after the calls were sent, with a lease of ${lease} s`
+      ).toEqual(Array(inFlight).fill("open"))
       expect(stranded.receipts).toEqual([])
       const heldTotal = stranded.reservations.reduce((sum, row) => sum + nanos(row.amount), 0n)
       expect(stranded.row).toEqual({ balance: credit, reserved: usd(heldTotal) })
