@@ -2,8 +2,8 @@
  * The ledger in PostgreSQL. A reservation is one statement: the account row
  * is updated only if its available balance covers the amount, so concurrent
  * calls — in any number of processes — can never reserve more than there is.
- * Settling is one transaction: close the reservation (once), charge, and write
- * the ledger entry, the receipt and the events.
+ * Settling is one statement too: close the reservation (once), charge, and
+ * write the ledger entry, the receipt and the events.
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
@@ -107,59 +107,78 @@ export const LedgerPg = Layer.effect(
           })
         }),
 
-      settle: (reservation, bill) =>
-        Effect.gen(function*() {
-          const [open] = yield* sql<{ amount_usd: string }>`
+      settle: (reservation, bill) => {
+        // Writes the receipt, its charge entry and events from a `charged (total, balance_after)` row.
+        const recordReceipt = sql`
+          receipt AS (
+            INSERT INTO receipts (
+              id, account_id, request_id, endpoint, model, tier, privacy_class, input_tokens, output_tokens,
+              input_per_mtok_usd, output_per_mtok_usd, upstream_usd, margin_usd, total_usd, estimated_usd,
+              reserved_at, balance_after_usd, attempts, provider_id)
+            SELECT
+              ${reservation.id}, ${reservation.accountId}, ${reservation.requestId}, ${bill.endpoint}, ${bill.model},
+              ${bill.tier}, ${bill.privacyClass}, ${bill.usage.inputTokens}, ${bill.usage.outputTokens},
+              ${usd(bill.price.input)}::numeric,
+              ${bill.price.output === undefined ? null : usd(bill.price.output)}::numeric,
+              ${usd(bill.cost.upstream)}::numeric, charged.total - ${usd(bill.cost.upstream)}::numeric, charged.total,
+              ${usd(reservation.amount)}::numeric, ${reservation.reservedAt}, charged.balance_after,
+              ${JSON.stringify(bill.attempts)}::jsonb, ${bill.providerId}
+            FROM charged
+            RETURNING *
+          ), entry AS (
+            INSERT INTO ledger_entries (id, account_id, kind, amount_usd, reference, balance_after_usd)
+            SELECT ${ids.make("led")}, account_id, 'charge', -total_usd, id, balance_after_usd FROM receipt
+          ), event AS (
+            INSERT INTO events (id, type, account_id, request_id, receipt_id, data)
+            SELECT ${ids.make("evt")}, 'payment.settled', account_id, request_id, id,
+                   jsonb_build_object('total_usd', total_usd::text, 'released_usd', (estimated_usd - total_usd)::text)
+            FROM receipt
+            UNION ALL
+            SELECT ${ids.make("evt")}, 'receipt.created', account_id, request_id, id,
+                   jsonb_build_object('model', model, 'total_usd', total_usd::text)
+            FROM receipt
+          )`
+        const total = usd(bill.cost.total)
+
+        // The usual case in one statement: close the open reservation, charge at most what it held.
+        const fromReservation = sql<ReceiptRow>`
+          WITH closed AS (
             UPDATE reservations SET status = 'settled', closed_at = now()
             WHERE id = ${reservation.id} AND status = 'open'
-            RETURNING amount_usd`
-          // A reservation the sweeper already freed holds nothing: charge only what is available then.
-          const held = open === undefined ? 0n : money(open.amount_usd)
-          const ceiling = open === undefined
-            ? yield* sql<{ available: string }>`
-                SELECT greatest(balance_usd - reserved_usd, 0)::text AS available
-                FROM accounts WHERE id = ${reservation.accountId} FOR UPDATE`.pipe(
-                Effect.map(([row]) => money(row!.available))
-              )
-            : held
-          const total = min(bill.cost.total, ceiling)
-          const upstream = bill.cost.upstream
-          const [account] = yield* sql<{ balance_usd: string }>`
+            RETURNING account_id, amount_usd
+          ), charged AS (
             UPDATE accounts
-            SET balance_usd = balance_usd - ${usd(total)}::numeric, reserved_usd = reserved_usd - ${usd(held)}::numeric
-            WHERE id = ${reservation.accountId}
-            RETURNING balance_usd`
-          const [row] = yield* sql<ReceiptRow>`
-            WITH receipt AS (
-              INSERT INTO receipts (
-                id, account_id, request_id, endpoint, model, tier, privacy_class, input_tokens, output_tokens,
-                input_per_mtok_usd, output_per_mtok_usd, upstream_usd, margin_usd, total_usd, estimated_usd,
-                reserved_at, balance_after_usd, attempts, provider_id)
-              VALUES (
-                ${reservation.id}, ${reservation.accountId}, ${reservation.requestId}, ${bill.endpoint}, ${bill.model},
-                ${bill.tier}, ${bill.privacyClass}, ${bill.usage.inputTokens}, ${bill.usage.outputTokens},
-                ${usd(bill.price.input)}::numeric,
-                ${bill.price.output === undefined ? null : usd(bill.price.output)}::numeric,
-                ${usd(upstream)}::numeric, ${usd(total - upstream)}::numeric, ${usd(total)}::numeric,
-                ${usd(reservation.amount)}::numeric, ${reservation.reservedAt}, ${account!.balance_usd}::numeric,
-                ${JSON.stringify(bill.attempts)}::jsonb, ${bill.providerId})
-              RETURNING *
-            ), entry AS (
-              INSERT INTO ledger_entries (id, account_id, kind, amount_usd, reference, balance_after_usd)
-              SELECT ${ids.make("led")}, account_id, 'charge', -total_usd, id, balance_after_usd FROM receipt
-            ), event AS (
-              INSERT INTO events (id, type, account_id, request_id, receipt_id, data)
-              SELECT ${ids.make("evt")}, 'payment.settled', account_id, request_id, id,
-                     jsonb_build_object('total_usd', total_usd::text, 'released_usd', (estimated_usd - total_usd)::text)
-              FROM receipt
-              UNION ALL
-              SELECT ${ids.make("evt")}, 'receipt.created', account_id, request_id, id,
-                     jsonb_build_object('model', model, 'total_usd', total_usd::text)
-              FROM receipt
-            )
+            SET balance_usd = accounts.balance_usd - least(${total}::numeric, closed.amount_usd),
+                reserved_usd = accounts.reserved_usd - closed.amount_usd
+            FROM closed WHERE accounts.id = closed.account_id
+            RETURNING least(${total}::numeric, closed.amount_usd) AS total, accounts.balance_usd AS balance_after
+          ), ${recordReceipt}
+          SELECT * FROM receipt`
+
+        // The sweeper freed the reservation first (the call outlived its lease): it holds nothing,
+        // so charge only what is available now.
+        const fromAvailable = Effect.gen(function*() {
+          const [row] = yield* sql<{ available: string }>`
+            SELECT greatest(balance_usd - reserved_usd, 0)::text AS available
+            FROM accounts WHERE id = ${reservation.accountId} FOR UPDATE`
+          const charge = usd(min(bill.cost.total, money(row!.available)))
+          return yield* sql<ReceiptRow>`
+            WITH settled AS (
+              UPDATE reservations SET status = 'settled', closed_at = now() WHERE id = ${reservation.id}
+            ), charged AS (
+              UPDATE accounts SET balance_usd = balance_usd - ${charge}::numeric
+              WHERE id = ${reservation.accountId}
+              RETURNING ${charge}::numeric AS total, balance_usd AS balance_after
+            ), ${recordReceipt}
             SELECT * FROM receipt`
-          return toReceipt(row!)
-        }).pipe(sql.withTransaction, Effect.orDie),
+        }).pipe(sql.withTransaction)
+
+        return fromReservation.pipe(
+          Effect.flatMap(([row]) => row !== undefined ? Effect.succeed([row]) : fromAvailable),
+          Effect.map(([row]) => toReceipt(row!)),
+          Effect.orDie
+        )
+      },
 
       release: (reservation) =>
         sql`

@@ -244,6 +244,32 @@ describe("billing", () => {
     expect(event.data).toEqual({ amount_usd: "0.500000000", reason: "lease_expired" })
   })
 
+  it("still bills a call that outlived its lease, from what is available then", async () => {
+    const account = await gateway.account({ credit: "1" })
+    // Under the provider's 2 s timeout, over the sweeper's 1 s period.
+    upstream.behave({ delayHeadersMs: 1800 })
+    const call = chat(account.key, { model: "svc/metered", messages: [{ role: "user", content: "slow" }] })
+    // Age the reservation while the upstream thinks; the sweeper (every second) then frees it.
+    let expired = 0
+    while (expired === 0) {
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      expired = (await gateway.query(
+        "UPDATE reservations SET expires_at = now() - interval '1 second' WHERE account_id = $1 AND status = 'open' RETURNING id",
+        [account.id]
+      )).length
+    }
+    const response = await call
+    expect(response.status).toBe(200)
+    const [reservation] = await gateway.query<{ status: string }>("SELECT status FROM reservations WHERE account_id = $1", [account.id])
+    expect(reservation!.status).toBe("settled")
+    const events = await gateway.query<{ type: string }>("SELECT type FROM events WHERE account_id = $1 AND type LIKE 'payment.re%' ORDER BY created_at", [account.id])
+    expect(events.map((event) => event.type)).toEqual(["payment.reserved", "payment.released"])
+    const receipt = (await gateway.query<any>("SELECT * FROM receipts WHERE account_id = $1", [account.id]))[0]
+    expect(receipt.id).toBe(response.headers.get("x-svc-receipt-id"))
+    expect(Number(receipt.total_usd)).toBeGreaterThan(0)
+    expect((await balanceOf(account.id)).balance_usd).toBe(receipt.balance_after_usd)
+  })
+
   it("refuses a route under the margin floor with 503, and bills nothing", async () => {
     const account = await gateway.account({ credit: "1" })
     const sent = upstream.requests.length
