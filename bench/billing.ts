@@ -7,7 +7,7 @@
  * Two gateway processes share one fresh database (created and dropped here):
  * - billed: the app as shipped (`HttpLive` + `Core`, so `LedgerPg`);
  * - unbilled: the same composition with the `Ledger` replaced by a no-op
- *   (`NoopLedger` below; `coreWith` mirrors `layers/Core.ts`).
+ *   (`NoopLedger` below, in `coreWith` from `layers/Core.ts`).
  * Both serve the offline sandbox model (`svc/pro`, fixed `max_tokens`) to one
  * account's key at 32 connections, driven by `load.ts` in its own process.
  * Rounds are interleaved (billed, unbilled; BENCH_ROUNDS × BENCH_SECONDS).
@@ -31,21 +31,8 @@ import { fileURLToPath } from "node:url"
 import { HttpServer } from "@effect/platform"
 import { Effect, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
 import pg from "pg"
-import { AccountsPg } from "../layers/AccountsPg.ts"
-import { ApiKeysPg } from "../layers/ApiKeysPg.ts"
-import { CatalogueLive } from "../layers/CatalogueLive.ts"
-import { ChatGatewayLive } from "../layers/ChatGatewayLive.ts"
 import { loadConfig } from "../layers/ConfigLive.ts"
-import { Core } from "../layers/Core.ts"
-import { DatabaseLive } from "../layers/Database.ts"
-import { EventLogPg } from "../layers/EventLogPg.ts"
-import { IdempotencyPg } from "../layers/IdempotencyPg.ts"
-import { IdsLive } from "../layers/IdsLive.ts"
-import { MigrationsLive } from "../layers/Migrations.ts"
-import { PricingLive } from "../layers/PricingLive.ts"
-import { ProviderRegistryLive } from "../layers/ProviderRegistryLive.ts"
-import { ReservationSweeper } from "../layers/ReservationSweeper.ts"
-import { Plugins } from "../plugins/index.ts"
+import { Core, coreWith } from "../layers/Core.ts"
 import { NotFound } from "../services/ApiError.ts"
 import { AppConfig } from "../services/Config.ts"
 import { Ledger } from "../services/Ledger.ts"
@@ -109,22 +96,6 @@ export const NoopLedger = Layer.succeed(Ledger, {
 })
 
 /** `layers/Core.ts` with another Ledger layer in place of `LedgerPg` (keep in step with Core.ts). */
-const coreWith = <E, R>(ledger: Layer.Layer<Ledger, E, R>) => {
-  const Storage = MigrationsLive.pipe(Layer.provideMerge(DatabaseLive))
-  const Money = ReservationSweeper.pipe(
-    Layer.provideMerge(Layer.mergeAll(AccountsPg, ApiKeysPg, ledger, IdempotencyPg)),
-    Layer.provideMerge(EventLogPg),
-    Layer.provideMerge(Storage)
-  )
-  const Catalogue = CatalogueLive.pipe(Layer.provide(Plugins), Layer.provide(ProviderRegistryLive))
-  return ChatGatewayLive.pipe(
-    Layer.provideMerge(Money),
-    Layer.provideMerge(Catalogue),
-    Layer.provideMerge(PricingLive),
-    Layer.provideMerge(IdsLive)
-  )
-}
-
 // ---------------------------------------------------------------------------
 // In a gateway process: count what goes to PostgreSQL.
 // ---------------------------------------------------------------------------

@@ -4,6 +4,7 @@
  * the chat path. Needs only the `AppConfig`.
  */
 import { Layer } from "effect"
+import type { Ledger } from "../services/Ledger.ts"
 import { Plugins } from "../plugins/index.ts"
 import { AccountsPg } from "./AccountsPg.ts"
 import { ApiKeysPg } from "./ApiKeysPg.ts"
@@ -21,21 +22,25 @@ import { ReservationSweeper } from "./ReservationSweeper.ts"
 
 const Storage = MigrationsLive.pipe(Layer.provideMerge(DatabaseLive))
 
-const Money = ReservationSweeper.pipe(
-  Layer.provideMerge(Layer.mergeAll(AccountsPg, ApiKeysPg, LedgerPg, IdempotencyPg)),
-  Layer.provideMerge(EventLogPg),
-  Layer.provideMerge(Storage)
-)
-
 const Catalogue = CatalogueLive.pipe(
   Layer.provide(Plugins),
   Layer.provide(ProviderRegistryLive)
 )
 
-export const Core = ChatGatewayLive.pipe(
-  Layer.provideMerge(Money),
-  // Built first: a config mistake the catalogue finds stops the start before the database opens.
-  Layer.provideMerge(Catalogue),
-  Layer.provideMerge(PricingLive),
-  Layer.provideMerge(IdsLive)
-)
+/** The services with a given ledger: the real one in `Core`, a no-op one in the billing benchmark. */
+export const coreWith = <E, R>(ledger: Layer.Layer<Ledger, E, R>) => {
+  const Money = ReservationSweeper.pipe(
+    Layer.provideMerge(Layer.mergeAll(AccountsPg, ApiKeysPg, ledger, IdempotencyPg)),
+    Layer.provideMerge(EventLogPg),
+    Layer.provideMerge(Storage)
+  )
+  return ChatGatewayLive.pipe(
+    Layer.provideMerge(Money),
+    // Built first: a config mistake the catalogue finds stops the start before the database opens.
+    Layer.provideMerge(Catalogue),
+    Layer.provideMerge(PricingLive),
+    Layer.provideMerge(IdsLive)
+  )
+}
+
+export const Core = coreWith(LedgerPg)
