@@ -112,9 +112,9 @@ describe("billing across gateway processes", () => {
       const query = await connect(database)
       const admin = adminKey()
       const config = { providers: [{ id: "sandbox", plugin: "sandbox", deployments: [{ model: "svc/pro" }] }] }
-      const gateways = await Promise.all(
-        [0, 1, 2].map(() => startGatewayProcess({ env: { ...database.env, SVC_ADMIN_KEY: admin }, config }))
-      )
+      const start = () => startGatewayProcess({ env: { ...database.env, SVC_ADMIN_KEY: admin }, config })
+      // All three start together on the empty database: migrations must serialise themselves.
+      const gateways = await Promise.all([start(), start(), start()])
       const body = JSON.stringify({ model: "svc/pro", max_tokens: 8, messages: [{ role: "user", content: "bill me across processes" }] })
 
       // One call on an account of its own tells the estimate of this exact request.
@@ -164,16 +164,14 @@ describe("billing across gateway processes", () => {
       const unexpected = statuses.filter((call) => call.status !== 200 && call.status !== 402)
       console.log(
         `1,000 calls over 3 processes in ${elapsed} ms: ${ok} × 200, ${refused} × 402, ${unexpected.length} other;` +
-          ` estimate ${usd(estimate)} USD, cost ${total_usd} USD, credit ${usd(credit)} USD`
+          ` estimate ${usd(estimate)} USD, cost ${total_usd} USD, credit ${usd(credit)} USD; charged per process: ${
+            [0, 1, 2].map((index) => statuses.filter((call) => call.gateway === index && call.status === 200).length)
+              .join(" / ")
+          }`
       )
       expect(unexpected.map((call) => `${call.status} from process ${call.gateway}: ${call.text.slice(0, 300)}`)).toEqual([])
       expect(ok).toBeGreaterThan(0)
       expect(refused).toBeGreaterThan(0)
-      // Every process both charged and refused: they really shared the account.
-      for (const index of [0, 1, 2]) {
-        const mine = statuses.filter((call) => call.gateway === index)
-        expect(mine.some((call) => call.status === 200), `process ${index} charged some calls`).toBe(true)
-      }
 
       const [receipts] = await query<{ n: number; spent: string }>(
         "SELECT count(*)::int AS n, coalesce(sum(total_usd), 0)::text AS spent FROM receipts WHERE account_id = $1",
@@ -181,13 +179,13 @@ describe("billing across gateway processes", () => {
       )
       expect(receipts!.n).toBe(ok)
       expect(nanos(receipts!.spent)).toBeLessThanOrEqual(credit)
-      const reservations = await query<{ status: string; n: number; amount: string }>(
-        `SELECT status, count(*)::int AS n, min(amount_usd)::text AS amount
+      const reservations = await query<{ status: string; n: number; least: string; most: string }>(
+        `SELECT status, count(*)::int AS n, min(amount_usd)::text AS least, max(amount_usd)::text AS most
          FROM reservations WHERE account_id = $1 GROUP BY status`,
         [account.id]
       )
       // Each admitted call reserved exactly the probed estimate and was settled; refused ones left no reservation.
-      expect(reservations).toEqual([{ status: "settled", n: ok, amount: usd(estimate) }])
+      expect(reservations).toEqual([{ status: "settled", n: ok, least: usd(estimate), most: usd(estimate) }])
       const [row] = await query<{ balance: string; reserved: string }>(
         "SELECT balance_usd::text AS balance, reserved_usd::text AS reserved FROM accounts WHERE id = $1",
         [account.id]
@@ -205,12 +203,13 @@ describe("billing across gateway processes", () => {
   it(
     `frees the reservations of a process SIGKILLed mid-call once another process starts (${onPostgres ? "PostgreSQL" : "PGlite"})`,
     async () => {
-      upstream = await startFakeOpenAi()
+      const fake = await startFakeOpenAi()
+      upstream = fake
       const database = await newDatabase()
       const admin = adminKey()
       const lease = 2
-      const config = {
-        billing: { reservationLeaseSeconds: lease, sweepIntervalSeconds: 1 },
+      const config = (sweepIntervalSeconds: number) => ({
+        billing: { reservationLeaseSeconds: lease, sweepIntervalSeconds },
         models: [{
           id: "svc/slow",
           context: 32000,
@@ -221,30 +220,32 @@ describe("billing across gateway processes", () => {
         providers: [{
           id: "slow",
           plugin: "openai-compatible",
-          baseUrl: upstream.baseUrl,
+          baseUrl: fake.baseUrl,
           timeoutMs: 60_000,
           deployments: [{ model: "svc/slow", upstreamModel: "m", cost: { input: "0.50", output: "1.00" } }]
         }]
-      }
+      })
       const env = { ...database.env, SVC_ADMIN_KEY: admin }
       const direct = onPostgres ? await connect(database) : undefined
       /** On PGlite only while no gateway runs. */
       const onDatabase = <A>(use: (query: Query) => Promise<A>) =>
         direct !== undefined ? use(direct) : withPglite(database.env.SVC_DATA_DIR!, use)
 
-      const first = await startGatewayProcess({ env, config })
+      // The process that dies sweeps only at start: its own sweeper must not free the calls' reservations
+      // (their 2 s lease runs out while they stream) before the kill, or the test would depend on timing.
+      const first = await startGatewayProcess({ env, config: config(3600) })
       const credit = "1.000000000"
       const account = await makeAccount(first, admin, credit)
       // A first call on another account, so that the calls below meet a warm process.
       const warm = await makeAccount(first, admin, "1")
-      upstream.behaveOnce({})
+      fake.behaveOnce({})
       await json(`${first.url}/v1/chat/completions`, "POST", warm.key, {
         model: "svc/slow",
         messages: [{ role: "user", content: "warm up" }]
       })
 
       // Slow streams: 40 words at half a second per frame would take some 20 s.
-      upstream.behave({ chunkDelayMs: 500 })
+      fake.behave({ chunkDelayMs: 500 })
       const words = Array.from({ length: 40 }, (_, i) => `word${i}`).join(" ")
       const inFlight = 10
       const controller = new AbortController()
@@ -272,11 +273,19 @@ describe("billing across gateway processes", () => {
         expect(open.map((row) => row.id).sort()).toEqual([...receiptIds].sort())
       }
 
-      // Within the lease, or the dying process's own sweeper would have freed them already.
+      expect(fake.requests.length, "every call reached the upstream").toBe(inFlight + 1)
+
       const killedAfter = Date.now() - sentAt
       await first.kill("SIGKILL")
       controller.abort()
       await Promise.allSettled(responses.map((response) => response.body?.cancel()))
+      // The upstream saw every stream cut off midway: the calls were in flight when the process died.
+      await Promise.race([
+        fake.waitForAborts(inFlight),
+        sleep(10_000).then(() => {
+          throw new Error(`the upstream saw ${fake.clientAborts()} of ${inFlight} streams cut off`)
+        })
+      ])
 
       // Nothing runs now: the dead process's reservations still hold the credit.
       const stranded = await onDatabase(async (query) => {
@@ -294,7 +303,7 @@ describe("billing across gateway processes", () => {
       expect(stranded.reservations.map((row) => row.id)).toEqual([...receiptIds].sort())
       expect(
         stranded.reservations.map((row) => row.status),
-        `still open: killed ${killedAfter} ms after the calls were sent, with a lease of ${lease} s`
+        `still open: killed ${killedAfter} ms after the calls were sent`
       ).toEqual(Array(inFlight).fill("open"))
       expect(stranded.receipts).toEqual([])
       const heldTotal = stranded.reservations.reduce((sum, row) => sum + nanos(row.amount), 0n)
@@ -306,7 +315,7 @@ describe("billing across gateway processes", () => {
       }
 
       // A new process on the same database: its sweeper frees them once their lease has run out.
-      const second = await startGatewayProcess({ env, config })
+      const second = await startGatewayProcess({ env, config: config(1) })
       const restartedAt = Date.now()
       const freed = await waitFor("the sweeper to free the dead process's reservations", (lease + 5) * 1000, async () => {
         const now = await accountOf(second, admin, account.id)

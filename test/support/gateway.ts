@@ -4,7 +4,7 @@
  * bootstrap admin key. Tests talk to it over HTTP only.
  */
 import { randomBytes } from "node:crypto"
-import { mkdtempSync, writeFileSync } from "node:fs"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { HttpServer } from "@effect/platform"
@@ -112,6 +112,7 @@ export const startGateway = async (
     close: async () => {
       await runtime.dispose()
       await dropOwned()
+      rmSync(dir, { recursive: true, force: true })
     }
   }
 }

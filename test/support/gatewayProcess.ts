@@ -8,7 +8,7 @@
  * leader of its own process group and every signal goes to the whole group:
  * a SIGKILL then really kills the app, not just tsx. Children that a test
  * forgets are killed by `stopAllGatewayProcesses()` (call it in `afterAll`)
- * and, as a last resort, when the test worker exits.
+ * and, as a last resort, by a watchdog process when the test worker dies.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
@@ -60,6 +60,44 @@ const signalGroup = (child: ChildProcess, signal: NodeJS.Signals) => {
   }
 }
 
+const groupAlive = (pid: number) => {
+  try {
+    process.kill(-pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
+
+/** Waits until no process of the group is left (tsx may exit a moment before the app under it). */
+const groupGone = async (child: ChildProcess) => {
+  if (child.pid === undefined) return
+  const deadline = Date.now() + 10_000
+  while (groupAlive(child.pid)) {
+    if (Date.now() > deadline) throw new Error(`process group ${child.pid} is still alive after SIGKILL`)
+    signalGroup(child, "SIGKILL")
+    await new Promise<void>((wake) => setTimeout(wake, 20))
+  }
+}
+
+/**
+ * A tiny detached process that SIGKILLs the gateway's group once its stdin
+ * closes: when the gateway has exited, or when the test worker itself dies
+ * (vitest may end a worker by signal, and then no exit hook runs here).
+ */
+const startWatchdog = (pgid: number) => {
+  const script = `
+    const kill = () => { try { process.kill(-${pgid}, "SIGKILL") } catch {} process.exit(0) }
+    process.stdin.on("end", kill).on("error", kill).on("close", kill).resume()`
+  const watchdog = spawn(process.execPath, ["-e", script], { detached: true, stdio: ["pipe", "ignore", "ignore"] })
+  watchdog.on("error", () => {})
+  watchdog.stdin!.on("error", () => {})
+  // Neither may keep the test worker alive.
+  watchdog.unref()
+  ;(watchdog.stdin as unknown as { unref?: () => void }).unref?.()
+  return watchdog
+}
+
 let exitHookInstalled = false
 const installExitHook = () => {
   if (exitHookInstalled) return
@@ -97,6 +135,7 @@ const startOnce = async (options: GatewayProcessOptions, configPath: string, por
   installExitHook()
   const child = spawn(tsx, ["src/main.ts"], { cwd: root, env, detached: true, stdio: ["ignore", "pipe", "pipe"] })
   live.add(child)
+  const watchdog = child.pid === undefined ? undefined : startWatchdog(child.pid)
   let output = ""
   const keep = (chunk: Buffer) => {
     output = (output + chunk.toString("utf8")).slice(-256 * 1024)
@@ -106,6 +145,8 @@ const startOnce = async (options: GatewayProcessOptions, configPath: string, por
   const exited = new Promise<void>((done) => {
     const finish = () => {
       live.delete(child)
+      // Whatever is left of the group goes with the watchdog.
+      watchdog?.stdin?.end()
       done()
     }
     if (child.exitCode !== null || child.signalCode !== null) return finish()
@@ -122,8 +163,7 @@ const startOnce = async (options: GatewayProcessOptions, configPath: string, por
     if (!running()) return
     signalGroup(child, signal)
     await exited
-    // The app's node process may outlive tsx by a moment; the group gets the same signal again.
-    if (signal === "SIGKILL") signalGroup(child, "SIGKILL")
+    if (signal === "SIGKILL") await groupGone(child)
   }
   const stop = async (graceMs = 10_000) => {
     if (!running()) return
@@ -132,7 +172,7 @@ const startOnce = async (options: GatewayProcessOptions, configPath: string, por
     await exited
     clearTimeout(timer)
     // Nothing of the group may stay behind, whatever tsx did.
-    signalGroup(child, "SIGKILL")
+    await groupGone(child)
   }
 
   const deadline = Date.now() + (options.readyTimeoutMs ?? 90_000)
@@ -197,7 +237,7 @@ export const stopAllGatewayProcesses = async () => {
       new Promise<void>((done) => {
         if (child.exitCode !== null || child.signalCode !== null) return done()
         child.once("exit", () => done())
-      })
+      }).then(() => groupGone(child))
     )
   }
   await Promise.all(stops)
