@@ -21,7 +21,7 @@
  * table says where a billed call's extra time goes.
  * BENCH_CPU_PROF=<dir> writes a `--cpu-prof` profile of the billed process.
  */
-import { type ChildProcess, execSync, fork } from "node:child_process"
+import { type ChildProcess, execSync } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -38,6 +38,7 @@ import { AppConfig } from "../services/Config.ts"
 import { Ledger } from "../services/Ledger.ts"
 import { HttpLive } from "../src/Server.ts"
 import { freshDatabase } from "../test/support/database.ts"
+import { children, median, nextMessage, spawnChild } from "./children.ts"
 import type { Job, Result } from "./load.ts"
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
@@ -220,34 +221,8 @@ const gatewayProcess = async (target: Target) => {
 // The parent: databases, processes, rounds, table, check.
 // ---------------------------------------------------------------------------
 
-const children: Array<ChildProcess> = []
 
-const spawn = (file: string, args: Array<string>, env: Record<string, string> = {}, execArgv: Array<string> = []) => {
-  const child = fork(file, args, {
-    execArgv: ["--import", "tsx", ...execArgv],
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "inherit", "inherit", "ipc"]
-  })
-  children.push(child)
-  return child
-}
-
-const nextMessage = <A>(child: ChildProcess, key: string) =>
-  new Promise<A>((resolve, reject) => {
-    const onExit = (code: number | null) => reject(new Error(`a bench process exited early (${code})`))
-    child.once("exit", onExit)
-    const onMessage = (message: any) => {
-      if (message?.[key] === undefined) return
-      child.off("message", onMessage).off("exit", onExit)
-      resolve(message[key])
-    }
-    child.on("message", onMessage)
-  })
-
-const median = (xs: ReadonlyArray<number>) => {
-  const s = [...xs].sort((a, b) => a - b)
-  return s.length % 2 === 1 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2
-}
+const spawn = spawnChild
 
 /** CPU time of every PostgreSQL process so far, in µs (exited backends are in the postmaster's children time). */
 const ticks = (() => {

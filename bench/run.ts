@@ -6,8 +6,9 @@
  * their own processes. Knobs: BENCH_SECONDS (per round at 32 connections, 5),
  * BENCH_ROUNDS (3), BENCH_CPU_PROF=<dir> (CPU profile of the gateway process).
  */
-import { type ChildProcess, fork } from "node:child_process"
+import type { ChildProcess } from "node:child_process"
 import { fileURLToPath } from "node:url"
+import { children, median, nextMessage, spawnChild } from "./children.ts"
 import type { Job, Result } from "./load.ts"
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
@@ -27,7 +28,6 @@ const bodies = {
 type Mode = keyof typeof bodies
 type Target = "bare" | "gateway"
 
-const children: Array<ChildProcess> = []
 // The whole run is bounded: a stuck child must not keep it alive.
 const deadline = setTimeout(() => {
   console.error("bench: over the time limit, stopping")
@@ -35,35 +35,12 @@ const deadline = setTimeout(() => {
   process.exit(1)
 }, 180_000)
 
-const spawn = (file: string, args: Array<string> = [], execArgv: Array<string> = []) => {
-  const child = fork(fileURLToPath(new URL(file, import.meta.url)), args, {
-    execArgv: ["--import", "tsx", ...execArgv],
-    stdio: ["ignore", "inherit", "inherit", "ipc"]
-  })
-  children.push(child)
-  return child
-}
-
-const nextMessage = <A>(child: ChildProcess, key: string) =>
-  new Promise<A>((resolve, reject) => {
-    const onExit = (code: number | null) => reject(new Error(`a bench process exited early (${code})`))
-    child.once("exit", onExit)
-    const onMessage = (message: any) => {
-      if (message?.[key] === undefined) return
-      child.off("message", onMessage).off("exit", onExit)
-      resolve(message[key])
-    }
-    child.on("message", onMessage)
-  })
+const spawn = (file: string, args: Array<string> = [], execArgv: Array<string> = []) =>
+  spawnChild(fileURLToPath(new URL(file, import.meta.url)), args, {}, execArgv)
 
 const startServer = async (args: Array<string>, execArgv: Array<string> = []) => {
   const child = spawn("./servers.ts", args, execArgv)
   return { child, ...await nextMessage<{ url: string; key?: string }>(child, "ready") }
-}
-
-const median = (xs: ReadonlyArray<number>) => {
-  const s = [...xs].sort((a, b) => a - b)
-  return s.length % 2 === 1 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2
 }
 
 const main = async () => {

@@ -1,0 +1,37 @@
+/** Child processes of a benchmark: started with tsx, talked to over IPC, all remembered so they can be ended. */
+import { type ChildProcess, fork } from "node:child_process"
+
+export const children: Array<ChildProcess> = []
+
+export const spawnChild = (
+  file: string,
+  args: Array<string> = [],
+  env: Record<string, string> = {},
+  execArgv: Array<string> = []
+) => {
+  const child = fork(file, args, {
+    execArgv: ["--import", "tsx", ...execArgv],
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "inherit", "inherit", "ipc"]
+  })
+  children.push(child)
+  return child
+}
+
+/** The next IPC message carrying `key`; fails if the child exits first. */
+export const nextMessage = <A>(child: ChildProcess, key: string) =>
+  new Promise<A>((resolve, reject) => {
+    const onExit = (code: number | null) => reject(new Error(`a bench process exited early (${code})`))
+    child.once("exit", onExit)
+    const onMessage = (message: any) => {
+      if (message?.[key] === undefined) return
+      child.off("message", onMessage).off("exit", onExit)
+      resolve(message[key])
+    }
+    child.on("message", onMessage)
+  })
+
+export const median = (xs: ReadonlyArray<number>) => {
+  const s = [...xs].sort((a, b) => a - b)
+  return s.length % 2 === 1 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2
+}
