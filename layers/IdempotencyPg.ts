@@ -1,16 +1,17 @@
 /** Idempotency keys in PostgreSQL: the insert that claims a key is the lock, so two racing retries cannot both run. */
 import { SqlClient } from "@effect/sql"
-import { Effect, Exit, Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { Conflict } from "../services/ApiError.ts"
 import { AppConfig } from "../services/Config.ts"
-import { Idempotency, type StoredResponse } from "../services/Idempotency.ts"
+import { Idempotency, type IdempotencyKey } from "../services/Idempotency.ts"
 
 interface KeyRow {
   readonly request_sha256: Uint8Array
   readonly status: "running" | "done"
   readonly response_status: number | null
   readonly response_headers: Record<string, string> | null
-  readonly response_body: unknown
+  /** Text, not jsonb: a replay keeps the first response's key order. */
+  readonly response_body: string | null
 }
 
 const sameBytes = (a: Uint8Array, b: Uint8Array) => Buffer.from(a).equals(Buffer.from(b))
@@ -22,53 +23,44 @@ export const IdempotencyPg = Layer.effect(
     // A key still "running" after a reservation's lease belongs to a process that died: it may be claimed again.
     const { file } = yield* AppConfig
     const abandonedAfter = file.billing.reservationLeaseSeconds
+    const where = ({ accountId, key }: IdempotencyKey) => sql`account_id = ${accountId} AND key = ${key}`
     return {
-      once: ({ accountId, key, requestSha256 }, run) =>
+      claim: (claim) =>
         Effect.gen(function*() {
           const claimed = yield* sql`
             INSERT INTO idempotency_keys (account_id, key, request_sha256)
-            VALUES (${accountId}, ${key}, ${requestSha256})
+            VALUES (${claim.accountId}, ${claim.key}, ${claim.requestSha256})
             ON CONFLICT (account_id, key) DO UPDATE
               SET request_sha256 = excluded.request_sha256, created_at = now()
               WHERE idempotency_keys.status = 'running'
                 AND idempotency_keys.created_at < now() - make_interval(secs => ${abandonedAfter})
             RETURNING key`.pipe(Effect.orDie)
-          if (claimed.length === 0) {
-            const [row] = yield* sql<KeyRow>`
-              SELECT * FROM idempotency_keys WHERE account_id = ${accountId} AND key = ${key}`.pipe(Effect.orDie)
-            if (row === undefined || !sameBytes(row.request_sha256, requestSha256)) {
-              return yield* new Conflict({
-                message: "This Idempotency-Key was used with a different request body.",
-                param: "Idempotency-Key"
-              })
-            }
-            if (row.status === "running") {
-              return yield* new Conflict({
-                message: "A request with this Idempotency-Key is still in progress; retry when it has finished.",
-                param: "Idempotency-Key"
-              })
-            }
-            const response: StoredResponse = {
-              status: row.response_status!,
-              headers: row.response_headers ?? {},
-              body: row.response_body
-            }
-            return { response, replayed: true }
+          if (claimed.length > 0) return undefined
+          const [row] = yield* sql<KeyRow>`SELECT * FROM idempotency_keys WHERE ${where(claim)}`.pipe(Effect.orDie)
+          if (row === undefined || !sameBytes(row.request_sha256, claim.requestSha256)) {
+            return yield* new Conflict({
+              message: "This Idempotency-Key was used with a different request body.",
+              param: "Idempotency-Key"
+            })
           }
-          const response = yield* run.pipe(
-            Effect.onExit((exit) =>
-              Exit.isSuccess(exit)
-                ? sql`
-                    UPDATE idempotency_keys
-                    SET status = 'done', response_status = ${exit.value.status},
-                        response_headers = ${JSON.stringify(exit.value.headers)}::jsonb,
-                        response_body = ${JSON.stringify(exit.value.body)}::jsonb
-                    WHERE account_id = ${accountId} AND key = ${key}`.pipe(Effect.orDie)
-                : sql`DELETE FROM idempotency_keys WHERE account_id = ${accountId} AND key = ${key}`.pipe(Effect.orDie)
-            )
-          )
-          return { response, replayed: false }
-        })
+          if (row.status === "running") {
+            return yield* new Conflict({
+              message: "A request with this Idempotency-Key is still in progress; retry when it has finished.",
+              param: "Idempotency-Key"
+            })
+          }
+          return { status: row.response_status!, headers: row.response_headers ?? {}, body: JSON.parse(row.response_body!) }
+        }),
+
+      complete: (claim, response) =>
+        sql`
+          UPDATE idempotency_keys
+          SET status = 'done', response_status = ${response.status},
+              response_headers = ${JSON.stringify(response.headers)}::jsonb,
+              response_body = ${JSON.stringify(response.body)}
+          WHERE ${where(claim)}`.pipe(Effect.asVoid, Effect.orDie),
+
+      forget: (claim) => sql`DELETE FROM idempotency_keys WHERE ${where(claim)}`.pipe(Effect.asVoid, Effect.orDie)
     }
   })
 )

@@ -94,15 +94,20 @@ describe("idempotency keys", () => {
     expect(b.headers.get("x-svc-receipt-id")).not.toBe(a.headers.get("x-svc-receipt-id"))
   })
 
-  it("does not replay a stream but still bills it once", async () => {
+  it("replays a stream as the chunks the first caller received, billed once", async () => {
     const account = await gateway.account({ credit: "1" })
     const body = { ...hello, stream: true }
     const first = await chat(account.key, "stream-1", body)
     expect(first.status).toBe(200)
     expect(first.text).toContain("data: [DONE]")
     const retry = await chat(account.key, "stream-1", body)
-    expect(retry.status).toBe(409)
-    expect(retry.body.error.message).toContain(first.headers.get("x-svc-receipt-id"))
+    expect(retry.status).toBe(200)
+    expect(retry.headers.get("content-type")).toContain("text/event-stream")
+    expect(retry.headers.get("idempotent-replayed")).toBe("true")
+    expect(retry.headers.get("x-svc-receipt-id")).toBe(first.headers.get("x-svc-receipt-id"))
+    expect(retry.text).toBe(first.text)
     expect(await receiptsOf(account.id)).toBe(1)
+    // The same key for the non-streamed form of the request is another body.
+    expect((await chat(account.key, "stream-1", hello)).status).toBe(409)
   })
 })

@@ -12,7 +12,7 @@ export default Effect.gen(function*() {
       status text NOT NULL DEFAULT 'running' CHECK (status IN ('running', 'done')),
       response_status integer,
       response_headers jsonb,
-      response_body jsonb,
+      response_body text,
       created_at timestamptz NOT NULL DEFAULT now(),
       PRIMARY KEY (account_id, key)
     )`

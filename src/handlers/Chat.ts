@@ -1,11 +1,10 @@
-/** Chat completions: shape translation only; the gateway service does the work. */
+/** Chat completions: shape translation only; the gateway and idempotency services do the work. */
 import { createHash } from "node:crypto"
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
-import { Effect } from "effect"
-import { Conflict } from "../../services/ApiError.ts"
-import type { ChatRequest } from "../../services/Chat.ts"
+import { Effect, Exit, Stream } from "effect"
+import type { ChatChunk, ChatRequest } from "../../services/Chat.ts"
 import { ChatGateway } from "../../services/ChatGateway.ts"
-import { Idempotency } from "../../services/Idempotency.ts"
+import { Idempotency, type IdempotencyKey, once, type StoredResponse } from "../../services/Idempotency.ts"
 import type { Receipt } from "../../services/Ledger.ts"
 import { formatUsd } from "../../services/Money.ts"
 import { Api } from "../api/Api.ts"
@@ -20,44 +19,57 @@ const billingHeaders = (receipt: Receipt) => ({
   "x-svc-receipt-id": receipt.id
 })
 
+const REPLAYED = { "idempotent-replayed": "true" }
+
 const sha256 = (request: ChatRequest) => createHash("sha256").update(JSON.stringify(request)).digest()
+
+/** A kept stream is the chunks its caller received. */
+interface StoredStream {
+  readonly chunks: ReadonlyArray<ChatChunk>
+}
 
 export const ChatHandlers = HttpApiBuilder.group(Api, "chat", (handlers) =>
   Effect.gen(function*() {
     const gateway = yield* ChatGateway
     const idempotency = yield* Idempotency
+
+    /** Keeps what the caller received once the stream has ended, however it ended: it was billed. */
+    const keptWhenDone = (chunks: Stream.Stream<ChatChunk, any>, key: IdempotencyKey, head: Record<string, string>) => {
+      const sent: Array<ChatChunk> = []
+      return chunks.pipe(
+        Stream.tap((chunk) => Effect.sync(() => sent.push(chunk))),
+        Stream.ensuring(Effect.suspend(() => idempotency.complete(key, { status: 200, headers: head, body: { chunks: sent } })))
+      )
+    }
+
+    const replayStream = (stored: StoredResponse) =>
+      HttpServerResponse.setHeaders(
+        sseResponse(Stream.fromIterable((stored.body as StoredStream).chunks)),
+        { ...stored.headers, ...REPLAYED }
+      )
+
     return handlers.handle("createChatCompletion", ({ headers, payload }) =>
       Effect.gen(function*() {
         const principal = yield* CurrentPrincipal
-        const key = headers["idempotency-key"]
+        const key: IdempotencyKey | undefined = headers["idempotency-key"] === undefined ? undefined : {
+          // Chat keys always belong to an account.
+          accountId: principal.accountId!,
+          key: headers["idempotency-key"],
+          requestSha256: sha256(payload)
+        }
 
         if (payload.stream === true) {
-          const start = Effect.map(gateway.stream(payload, principal), ({ chunks, receiptId }) => ({
-            chunks,
-            stored: { status: 200, headers: { "x-svc-receipt-id": receiptId }, body: null }
-          }))
-          if (key === undefined) {
-            const { chunks, stored } = yield* start
-            return HttpServerResponse.setHeaders(sseResponse(chunks), stored.headers)
-          }
-          // A stream cannot be replayed: a retry learns the first call's receipt from a 409 instead.
-          let chunks: Parameters<typeof sseResponse>[0] | undefined
-          const { response } = yield* idempotency.once(
-            { accountId: principal.accountId!, key, requestSha256: sha256(payload) },
-            Effect.map(start, (started) => {
-              chunks = started.chunks
-              return started.stored
-            })
+          const stored = key === undefined ? undefined : yield* idempotency.claim(key)
+          if (stored !== undefined) return replayStream(stored)
+          const { chunks, receiptId } = yield* gateway.stream(payload, principal).pipe(
+            Effect.onExit((exit) => Exit.isFailure(exit) && key !== undefined ? idempotency.forget(key) : Effect.void)
           )
-          if (chunks === undefined) {
-            return yield* new Conflict({
-              message: `This streamed request already ran (receipt ${
-                response.headers["x-svc-receipt-id"]
-              }); streams are not replayed.`,
-              param: "Idempotency-Key"
-            })
-          }
-          return HttpServerResponse.setHeaders(sseResponse(chunks), response.headers)
+          // The amounts are known only when the stream ends; the receipt id is known now.
+          const head = { "x-svc-receipt-id": receiptId }
+          return HttpServerResponse.setHeaders(
+            sseResponse(key === undefined ? chunks : keptWhenDone(chunks, key, head)),
+            head
+          )
         }
 
         const complete = Effect.map(gateway.complete(payload, principal), ({ completion, receipt }) => ({
@@ -70,13 +82,10 @@ export const ChatHandlers = HttpApiBuilder.group(Api, "chat", (handlers) =>
           // Built without a second Schema pass: the gateway already returns the wire shape.
           return HttpServerResponse.unsafeJson(body, { headers: billing })
         }
-        const { replayed, response } = yield* idempotency.once(
-          { accountId: principal.accountId!, key, requestSha256: sha256(payload) },
-          complete
-        )
+        const { replayed, response } = yield* once(key, complete).pipe(Effect.provideService(Idempotency, idempotency))
         return HttpServerResponse.unsafeJson(response.body, {
           status: response.status,
-          headers: replayed ? { ...response.headers, "idempotent-replayed": "true" } : response.headers
+          headers: replayed ? { ...response.headers, ...REPLAYED } : response.headers
         })
       }))
   }))
