@@ -5,37 +5,18 @@
  * id, so nothing the caller sees names the upstream.
  */
 import { Effect, Exit, FiberRef, Layer, Option, Stream } from "effect"
-import { currentRequestId, InvalidRequest, ServiceUnavailable, UpstreamError, UpstreamTimeout } from "../services/ApiError.ts"
+import { currentRequestId, ServiceUnavailable } from "../services/ApiError.ts"
 import { AppConfig, type ConfigFile, type PrivacyClass } from "../services/Config.ts"
 import { type Nanos, parseUsd } from "../services/Money.ts"
 import type { Principal } from "../services/ApiKeys.ts"
 import { Catalogue, type Deployment, type Model } from "../services/Catalogue.ts"
 import type { ChatChunk, ChatRequest, Usage } from "../services/Chat.ts"
-import { type ChatError, ChatGateway } from "../services/ChatGateway.ts"
+import { ChatGateway } from "../services/ChatGateway.ts"
 import { Ids } from "../services/Ids.ts"
 import { type Attempt, Ledger, type Reservation } from "../services/Ledger.ts"
 import { type Cost, type Estimate, Pricing, type TokenUsage } from "../services/Pricing.ts"
-import type { UpstreamFailure } from "../services/Providers.ts"
-
-const toApiError = (deployment: Deployment) => (failure: UpstreamFailure): Effect.Effect<never, ChatError> =>
-  Effect.logWarning("upstream call failed").pipe(
-    Effect.annotateLogs({
-      provider: deployment.provider.id,
-      kind: failure.kind,
-      status: failure.status ?? null,
-      detail: failure.detail
-    }),
-    Effect.zipRight(
-      Effect.fail(
-        failure.kind === "timeout"
-          ? new UpstreamTimeout({ message: "The model did not answer in time." })
-          : failure.kind === "status" && failure.status !== undefined && failure.status >= 400 &&
-              failure.status < 500 && failure.status !== 408 && failure.status !== 429
-          ? new InvalidRequest({ message: `The model rejected the request (status ${failure.status}).` })
-          : new UpstreamError({ message: "The model's upstream failed; try again." })
-      )
-    )
-  )
+import { modelFor, SERVED_CLASS } from "./servedModel.ts"
+import { toApiError } from "./upstreamErrors.ts"
 
 const fromUsage = (usage: Usage): TokenUsage => ({
   inputTokens: usage.prompt_tokens,
@@ -51,9 +32,6 @@ const generatedText = (chunk: ChatChunk) => {
   }
   return text
 }
-
-/** Until privacy classes are enforced, every call is served at the weakest class. */
-const SERVED_CLASS: PrivacyClass = "standard_route"
 
 const NANO = 1_000_000_000n
 
@@ -83,24 +61,6 @@ export const ChatGatewayLive = Layer.effect(
 
     const floors = marginFloors(config.file.marginFloor)
 
-    const resolve = (request: ChatRequest): Effect.Effect<Model, InvalidRequest> => {
-      const model = catalogue.get(request.model)
-      if (Option.isNone(model)) {
-        return Effect.fail(
-          new InvalidRequest({
-            message: `Unknown model "${request.model}"; GET /v1/models lists the models you can use.`,
-            param: "model"
-          })
-        )
-      }
-      if (!model.value.capabilities.includes("chat")) {
-        return Effect.fail(
-          new InvalidRequest({ message: `${model.value.id} does not serve chat completions.`, param: "model" })
-        )
-      }
-      return Effect.succeed(model.value)
-    }
-
     /** The first deployment whose expected margin meets the floor of the class served; choosing better is the router's job. */
     const deploymentFor = (model: Model, estimate: Estimate, privacyClass: PrivacyClass) => {
       const floor = floors[privacyClass]
@@ -118,7 +78,7 @@ export const ChatGatewayLive = Layer.effect(
     /** Resolves the model and reserves the call's estimate against the caller's balance. */
     const prepare = (request: ChatRequest, principal: Principal) =>
       Effect.gen(function*() {
-        const model = yield* resolve(request)
+        const model = yield* modelFor(catalogue, request.model, "chat", "chat completions")
         const estimate = pricing.estimate(model, request)
         const deployment = yield* deploymentFor(model, estimate, SERVED_CLASS)
         const requestId = (yield* FiberRef.get(currentRequestId)) ?? ids.make("req")

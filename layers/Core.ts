@@ -1,7 +1,7 @@
 /**
  * The gateway's services, assembled: storage (migrated before anything
  * uses it), accounts and keys, the plugins and the catalogue they serve, and
- * the chat path. Needs only the `AppConfig`.
+ * the chat and embeddings paths. Needs only the `AppConfig`.
  */
 import { Layer } from "effect"
 import type { Ledger } from "../services/Ledger.ts"
@@ -11,6 +11,7 @@ import { ApiKeysPg } from "./ApiKeysPg.ts"
 import { CatalogueLive } from "./CatalogueLive.ts"
 import { ChatGatewayLive } from "./ChatGatewayLive.ts"
 import { DatabaseLive } from "./Database.ts"
+import { EmbeddingsGatewayLive } from "./EmbeddingsGatewayLive.ts"
 import { EventLogPg } from "./EventLogPg.ts"
 import { IdempotencyPg } from "./IdempotencyPg.ts"
 import { IdsLive } from "./IdsLive.ts"
@@ -34,7 +35,7 @@ export const coreWith = <E, R>(ledger: Layer.Layer<Ledger, E, R>) => {
     Layer.provideMerge(EventLogPg),
     Layer.provideMerge(Storage)
   )
-  return ChatGatewayLive.pipe(
+  return Layer.mergeAll(ChatGatewayLive, EmbeddingsGatewayLive).pipe(
     Layer.provideMerge(Money),
     // Built first: a config mistake the catalogue finds stops the start before the database opens.
     Layer.provideMerge(Catalogue),

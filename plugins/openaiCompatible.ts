@@ -1,6 +1,6 @@
 /**
- * Plugin for any upstream speaking the OpenAI chat-completions wire format
- * (OpenAI, vLLM, Ollama, llama.cpp, ...). Responses are rebuilt from known
+ * Plugin for any upstream speaking the OpenAI chat-completions (and
+ * embeddings) wire format (OpenAI, vLLM, Ollama, llama.cpp, ...). Responses are rebuilt from known
  * fields only, so nothing upstream-specific reaches our callers.
  */
 import * as Sse from "@effect/experimental/Sse"
@@ -9,6 +9,7 @@ import { Deferred, Effect, Option, Stream } from "effect"
 import { Agent, type Dispatcher } from "undici"
 import type { ChatChunk, ChatCompletion, FinishReason, ToolCall, ToolCallDelta, Usage } from "../services/Chat.ts"
 import type { ProviderConfig } from "../services/Config.ts"
+import type { EmbedCall, EmbedResult } from "../services/Embeddings.ts"
 import {
   type ProviderAdapter,
   ProviderConfigError,
@@ -39,7 +40,8 @@ const endpointOf = (baseUrl: string | undefined) => {
   return Effect.try({
     try: () => {
       const url = new URL(baseUrl)
-      return { origin: url.origin, path: `${url.pathname.replace(/\/+$/, "")}/chat/completions` }
+      const base = url.pathname.replace(/\/+$/, "")
+      return { origin: url.origin, path: `${base}/chat/completions`, embeddingsPath: `${base}/embeddings` }
     },
     catch: () => new ProviderConfigError({ field: "baseUrl", reason: `not a valid URL: ${baseUrl}` })
   })
@@ -231,6 +233,40 @@ const chunkOf = (u: unknown, fallbackModel: string): ChatChunk => {
   }
 }
 
+/** Floats only, whatever we are asked for: the caller's encoding is applied by the gateway. */
+const embeddingsBody = (call: EmbedCall): Json => ({
+  model: call.upstreamModel,
+  input: call.input,
+  encoding_format: "float",
+  ...(call.dimensions !== undefined ? { dimensions: call.dimensions } : {}),
+  ...(call.user !== undefined ? { user: call.user } : {})
+})
+
+const vectorOf = (u: unknown): Array<number> =>
+  arrayOf(u, "embedding").map((value) => {
+    if (typeof value === "number" && Number.isFinite(value)) return value
+    throw new Malformed("embedding holds a value that is not a finite number")
+  })
+
+const embeddingsOf = (u: unknown, inputs: number): EmbedResult => {
+  const json = recordOf(u, "embeddings response")
+  if (json.error !== undefined && json.error !== null && json.data === undefined) {
+    const message = isRecord(json.error) ? stringOr(json.error.message, "") : String(json.error)
+    throw new Malformed(`upstream reported an error: ${message.slice(0, 200)}`)
+  }
+  const usage = recordOf(json.usage, "usage")
+  if (!Number.isInteger(usage.prompt_tokens)) throw new Malformed("embeddings response has no usage")
+  const embeddings = new Array<Array<number>>(inputs)
+  arrayOf(json.data, "data").forEach((d, i) => {
+    const item = recordOf(d, "embedding item")
+    const index = intOr(item.index, i)
+    if (index < 0 || index >= inputs || embeddings[index] !== undefined) throw new Malformed(`bad embedding index ${index}`)
+    embeddings[index] = vectorOf(item.embedding)
+  })
+  for (let i = 0; i < inputs; i++) if (embeddings[i] === undefined) throw new Malformed(`no embedding for input ${i}`)
+  return { embeddings, promptTokens: usage.prompt_tokens as number }
+}
+
 const fail = (reason: string): never => {
   throw new Malformed(reason)
 }
@@ -304,7 +340,7 @@ const sseChunks = (body: Readable, fallbackModel: string): Stream.Stream<ChatChu
 
 const make = (provider: ProviderConfig, env: Readonly<Record<string, string | undefined>>) =>
   Effect.gen(function*() {
-    const { origin, path } = yield* endpointOf(provider.baseUrl)
+    const { embeddingsPath, origin, path } = yield* endpointOf(provider.baseUrl)
     const apiKey = yield* apiKeyOf(provider.apiKeyEnv, env)
     const agent = yield* Effect.acquireRelease(
       Effect.sync(() =>
@@ -327,7 +363,7 @@ const make = (provider: ProviderConfig, env: Readonly<Record<string, string | un
     const sseHeaders = headersFor("text/event-stream")
 
     /** Sends the call; the upstream request is aborted when the scope closes. */
-    const post = (body: Json, headers: Record<string, string>) =>
+    const post = (body: Json, headers: Record<string, string>, to: string = path) =>
       Effect.gen(function*() {
         const controller = yield* Effect.acquireRelease(
           Effect.sync(() => new AbortController()),
@@ -335,7 +371,7 @@ const make = (provider: ProviderConfig, env: Readonly<Record<string, string | un
         )
         const response = yield* Effect.tryPromise({
           try: () =>
-            agent.request({ origin, path, method: "POST", headers, body: JSON.stringify(body), signal: controller.signal }),
+            agent.request({ origin, path: to, method: "POST", headers, body: JSON.stringify(body), signal: controller.signal }),
           catch: failureOf
         })
         if (response.statusCode < 200 || response.statusCode >= 300) return yield* statusFailure(response)
@@ -359,7 +395,19 @@ const make = (provider: ProviderConfig, env: Readonly<Record<string, string | un
         Effect.map((response) => sseChunks(response.body, call.upstreamModel))
       )
 
-    return { complete, stream } satisfies ProviderAdapter
+    const embed: NonNullable<ProviderAdapter["embed"]> = (call) =>
+      Effect.scoped(
+        Effect.gen(function*() {
+          const response = yield* post(embeddingsBody(call), jsonHeaders, embeddingsPath)
+          const text = yield* Effect.tryPromise({ try: () => response.body.text(), catch: failureOf })
+          return yield* Effect.try({
+            try: () => embeddingsOf(JSON.parse(text), call.input.length),
+            catch: protocolFailureOf
+          })
+        })
+      )
+
+    return { complete, stream, embed } satisfies ProviderAdapter
   })
 
 export const plugin: ProviderPlugin = { id: "openai-compatible", make }

@@ -1,11 +1,13 @@
 /**
  * Provider plugins and the adapters they make. An adapter speaks one upstream
- * wire format and translates to and from the neutral chat shapes in Chat.ts;
+ * wire format and translates to and from the neutral shapes in Chat.ts (and
+ * Embeddings.ts);
  * its failures are `UpstreamFailure`s, never the upstream's own error types.
  */
 import { Context, Data, Effect, Layer, type Option, type Scope, type Stream } from "effect"
 import type { ChatChunk, ChatCompletion, ChatRequest } from "./Chat.ts"
 import type { ProviderConfig } from "./Config.ts"
+import type { EmbedCall, EmbedResult } from "./Embeddings.ts"
 
 /** Why an upstream call failed. `detail` is for operators' logs only: it may name the upstream. */
 export class UpstreamFailure extends Data.TaggedError("UpstreamFailure")<{
@@ -39,6 +41,8 @@ export interface ProviderAdapter {
   readonly stream: (
     call: UpstreamCall
   ) => Effect.Effect<Stream.Stream<ChatChunk, UpstreamFailure>, UpstreamFailure, Scope.Scope>
+  /** Embeddings, one vector per input in input order; absent when the upstream serves none. */
+  readonly embed?: (call: EmbedCall) => Effect.Effect<EmbedResult, UpstreamFailure>
 }
 
 /** Privacy facts a plugin knows about itself, used when the config gives none. */

@@ -26,6 +26,7 @@ describe("openapi.json", () => {
       "/v1/admin/accounts/{id}/keys",
       "/v1/admin/keys/{id}",
       "/v1/chat/completions",
+      "/v1/embeddings",
       "/v1/models",
       "/v1/models/{id}",
       "/v1/receipts/{id}"

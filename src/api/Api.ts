@@ -7,12 +7,14 @@ import { HttpApi, OpenApi } from "@effect/platform"
 import { Wire } from "../../services/ApiError.ts"
 import { AdminGroup } from "./AdminGroup.ts"
 import { ChatGroup } from "./ChatGroup.ts"
+import { EmbeddingsGroup } from "./EmbeddingsGroup.ts"
 import { ModelsGroup } from "./ModelsGroup.ts"
 import { ReceiptsGroup } from "./ReceiptsGroup.ts"
 import { documentAsServed } from "./openApiEnvelope.ts"
 
 export class Api extends HttpApi.make("svc")
   .add(ChatGroup)
+  .add(EmbeddingsGroup)
   .add(ModelsGroup)
   .add(ReceiptsGroup)
   .add(AdminGroup)
@@ -24,7 +26,7 @@ export class Api extends HttpApi.make("svc")
   .annotateContext(OpenApi.annotations({
     title: "svc gateway",
     version: "1",
-    description: "Model-routing gateway: OpenAI-style chat completions with exact billing and privacy classes.",
+    description: "Model-routing gateway: OpenAI-style chat completions and embeddings with exact billing and privacy classes.",
     transform: documentAsServed
   }))
 {}

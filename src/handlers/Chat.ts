@@ -5,19 +5,10 @@ import { Effect, Exit, Stream } from "effect"
 import type { ChatChunk, ChatRequest } from "../../services/Chat.ts"
 import { ChatGateway } from "../../services/ChatGateway.ts"
 import { Idempotency, type IdempotencyKey, once, type StoredResponse } from "../../services/Idempotency.ts"
-import type { Receipt } from "../../services/Ledger.ts"
-import { formatUsd } from "../../services/Money.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentPrincipal } from "../api/Security.ts"
+import { billingHeaders } from "../http/billingHeaders.ts"
 import { sseResponse } from "../http/Sse.ts"
-
-/** The spec's billing headers (4.4). */
-const billingHeaders = (receipt: Receipt) => ({
-  "x-svc-upstream-cost-usd": formatUsd(receipt.cost.upstream),
-  "x-svc-margin-usd": formatUsd(receipt.cost.margin),
-  "x-svc-total-usd": formatUsd(receipt.cost.total),
-  "x-svc-receipt-id": receipt.id
-})
 
 const REPLAYED = { "idempotent-replayed": "true" }
 

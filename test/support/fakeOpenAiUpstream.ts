@@ -216,6 +216,29 @@ const answer = async (res: ServerResponse, body: Json, behaviour: Behaviour) => 
   if (!res.destroyed) res.end()
 }
 
+/** `/embeddings`: one small vector per input (its word count, then 0.5s), and the upstream's own extras. */
+const answerEmbeddings = async (res: ServerResponse, body: Json, behaviour: Behaviour) => {
+  if (behaviour.delayHeadersMs) await sleep(behaviour.delayHeadersMs)
+  if (res.destroyed) return
+  if (behaviour.raw || behaviour.status) return answer(res, body, behaviour)
+  const inputs: Array<string> = typeof body.input === "string" ? [body.input] : Array.isArray(body.input) ? body.input : []
+  const dimensions = Number.isInteger(body.dimensions) ? body.dimensions : 4
+  const promptTokens = inputs.reduce((n, text) => n + wordCount(String(text)), 0)
+  res.writeHead(200, { "content-type": "application/json" })
+  res.end(JSON.stringify({
+    object: "list",
+    data: inputs.map((text, index) => ({
+      object: "embedding",
+      index,
+      embedding: Array.from({ length: dimensions }, (_, i) => (i === 0 ? wordCount(String(text)) : 0.5))
+    })),
+    model: body.model,
+    provider: FAKE_PROVIDER_NAME,
+    system_fingerprint: FAKE_FINGERPRINT,
+    usage: { prompt_tokens: promptTokens, total_tokens: promptTokens }
+  }))
+}
+
 export const startFakeOpenAi = async (): Promise<FakeOpenAi> => {
   const requests: Array<RecordedRequest> = []
   const once: Array<Behaviour> = []
@@ -243,6 +266,9 @@ export const startFakeOpenAi = async (): Promise<FakeOpenAi> => {
     res.on("close", () => {
       if (!res.writableFinished) noteAbort()
     })
+    if (req.method === "POST" && path.endsWith("/embeddings")) {
+      return answerEmbeddings(res, typeof body === "object" && body !== null ? body : {}, once.shift() ?? standing)
+    }
     if (req.method !== "POST" || !path.endsWith("/chat/completions")) {
       res.writeHead(404, { "content-type": "application/json" })
       return res.end(JSON.stringify({ error: { message: `no route ${req.method} ${path}` } }))

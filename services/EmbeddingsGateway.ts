@@ -1,0 +1,20 @@
+/**
+ * Embeddings end to end: resolve the model, reserve the estimate (the input
+ * tokens at the model's input price), call its deployment, settle the bill, and
+ * hand back a response that names only the catalogue model.
+ */
+import { Context, type Effect } from "effect"
+import type { InsufficientFunds, InvalidRequest, UpstreamError, UpstreamTimeout } from "./ApiError.ts"
+import type { Principal } from "./ApiKeys.ts"
+import type { EmbeddingsRequest, EmbeddingsResponse } from "./Embeddings.ts"
+import type { Receipt } from "./Ledger.ts"
+
+/** What an embeddings call can fail with. */
+export type EmbeddingsError = InvalidRequest | InsufficientFunds | UpstreamError | UpstreamTimeout
+
+export class EmbeddingsGateway extends Context.Tag("svc/EmbeddingsGateway")<EmbeddingsGateway, {
+  readonly embed: (
+    request: EmbeddingsRequest,
+    principal: Principal
+  ) => Effect.Effect<{ readonly response: EmbeddingsResponse; readonly receipt: Receipt }, EmbeddingsError>
+}>() {}

@@ -1,0 +1,20 @@
+/**
+ * `POST /v1/embeddings` (OpenAI wire format), for models with the
+ * `embeddings` capability; billed like chat, with the same billing headers.
+ */
+import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Wire } from "../../services/ApiError.ts"
+import { EmbeddingsRequest, EmbeddingsResponse } from "../../services/Embeddings.ts"
+import { ChatScope } from "./Security.ts"
+
+export class EmbeddingsGroup extends HttpApiGroup.make("embeddings")
+  .add(
+    HttpApiEndpoint.post("createEmbeddings", "/v1/embeddings")
+      .setPayload(EmbeddingsRequest)
+      .addSuccess(EmbeddingsResponse)
+      .addError(Wire.InsufficientFunds)
+      .addError(Wire.UpstreamError)
+      .addError(Wire.UpstreamTimeout)
+  )
+  .middleware(ChatScope)
+{}
