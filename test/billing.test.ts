@@ -4,70 +4,52 @@
  * checked after every test. Runs on PGlite, and on PostgreSQL with DATABASE_URL.
  */
 import OpenAI from "openai"
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
-import { type FakeOpenAi, startFakeOpenAi } from "./support/fakeOpenAiUpstream.ts"
-import { startGateway, type TestGateway } from "./support/gateway.ts"
-import { moneyViolations } from "./support/invariants.ts"
+import { describe, expect, it } from "vitest"
+import { billedSuite } from "./support/billedSuite.ts"
 
-let upstream: FakeOpenAi
-let gateway: TestGateway
-
-beforeAll(async () => {
-  upstream = await startFakeOpenAi()
-  gateway = await startGateway({
-    config: {
-      billing: { sweepIntervalSeconds: 1 },
-      marginFloor: { standard_route: "0.25" },
-      models: [
-        {
-          id: "svc/metered",
-          context: 32000,
-          pricing: { input: "1.00", output: "2.00" },
-          modalities: ["text"],
-          capabilities: ["chat", "streaming"]
-        },
-        {
-          id: "svc/thin",
-          context: 32000,
-          pricing: { input: "1.00", output: "2.00" },
-          modalities: ["text"],
-          capabilities: ["chat"]
-        }
-      ],
-      providers: [
-        { id: "sandbox", plugin: "sandbox", deployments: [{ model: "svc/swift" }, { model: "svc/pro" }] },
-        {
-          id: "metered",
-          plugin: "openai-compatible",
-          baseUrl: upstream.baseUrl,
-          timeoutMs: 2000,
-          deployments: [
-            { model: "svc/metered", upstreamModel: "m", cost: { input: "0.50", output: "1.00" } },
-            // A 20% margin: under the 25% floor of the standard class.
-            { model: "svc/thin", upstreamModel: "t", cost: { input: "0.80", output: "1.60" } }
-          ]
-        }
+const suite = billedSuite((baseUrl) => ({
+  billing: { sweepIntervalSeconds: 1 },
+  marginFloor: { standard_route: "0.25" },
+  models: [
+    {
+      id: "svc/metered",
+      context: 32000,
+      pricing: { input: "1.00", output: "2.00" },
+      modalities: ["text"],
+      capabilities: ["chat", "streaming"]
+    },
+    {
+      id: "svc/thin",
+      context: 32000,
+      pricing: { input: "1.00", output: "2.00" },
+      modalities: ["text"],
+      capabilities: ["chat"]
+    }
+  ],
+  providers: [
+    { id: "sandbox", plugin: "sandbox", deployments: [{ model: "svc/swift" }, { model: "svc/pro" }] },
+    {
+      id: "metered",
+      plugin: "openai-compatible",
+      baseUrl,
+      timeoutMs: 2000,
+      deployments: [
+        { model: "svc/metered", upstreamModel: "m", cost: { input: "0.50", output: "1.00" } },
+        // A 20% margin: under the 25% floor of the standard class.
+        { model: "svc/thin", upstreamModel: "t", cost: { input: "0.80", output: "1.60" } }
       ]
     }
-  })
-})
-afterEach(async () => {
-  upstream.behave({})
-  expect(await moneyViolations(gateway.query)).toEqual([])
-})
-afterAll(async () => {
-  await gateway?.close()
-  await upstream?.close()
-})
+  ]
+}))
 
-const balanceOf = async (id: string) => (await gateway.request("GET", `/v1/admin/accounts/${id}`)).body
+const balanceOf = async (id: string) => (await suite.gateway.request("GET", `/v1/admin/accounts/${id}`)).body
 
 const chat = (key: string, body: Record<string, unknown>, headers: Record<string, string> = {}) =>
-  gateway.request("POST", "/v1/chat/completions", { key, body, headers })
+  suite.gateway.request("POST", "/v1/chat/completions", { key, body, headers })
 
 describe("billing", () => {
   it("charges a call, says what it cost in headers, and keeps a receipt", async () => {
-    const account = await gateway.account({ credit: "1", scopes: ["chat", "monitoring"] })
+    const account = await suite.gateway.account({ credit: "1", scopes: ["chat", "monitoring"] })
     const response = await chat(account.key, { model: "svc/pro", messages: [{ role: "user", content: "bill me" }] })
     expect(response.status).toBe(200)
     const upstreamCost = response.headers.get("x-svc-upstream-cost-usd")!
@@ -89,7 +71,7 @@ describe("billing", () => {
     expect(BigInt(account_.balance_usd.replace(".", ""))).toBe(1_000_000_000n - expected)
     expect(account_.reserved_usd).toBe("0.000000000")
 
-    const receipt = await gateway.request("GET", `/v1/receipts/${receiptId}`, { key: account.key })
+    const receipt = await suite.gateway.request("GET", `/v1/receipts/${receiptId}`, { key: account.key })
     expect(receipt.status).toBe(200)
     expect(receipt.body).toMatchObject({
       id: receiptId,
@@ -110,7 +92,7 @@ describe("billing", () => {
   })
 
   it("splits upstream cost and margin to the last digit", async () => {
-    const account = await gateway.account({ credit: "1" })
+    const account = await suite.gateway.account({ credit: "1" })
     const response = await chat(account.key, { model: "svc/metered", messages: [{ role: "user", content: "split" }] })
     const { prompt_tokens: input, completion_tokens: output } = response.body.usage
     const nanos = (value: string) => BigInt(value.replace(".", ""))
@@ -122,7 +104,7 @@ describe("billing", () => {
   })
 
   it("refuses with 402 when the balance cannot cover the estimate, and bills nothing", async () => {
-    const account = await gateway.account({ credit: "0.0001" })
+    const account = await suite.gateway.account({ credit: "0.0001" })
     const before = await balanceOf(account.id)
     // No max_tokens: the estimate reserves 4,096 output tokens at 3.20 per 1M, about 0.013 USD.
     const refused = await chat(account.key, { model: "svc/pro", messages: [{ role: "user", content: "too dear" }] })
@@ -130,7 +112,7 @@ describe("billing", () => {
     expect(refused.body.error.code).toBe("insufficient_funds")
     expect(refused.headers.get("x-svc-receipt-id")).toBeNull()
     expect(await balanceOf(account.id)).toEqual(before)
-    const events = await gateway.query<{ type: string }>("SELECT type FROM events WHERE account_id = $1 AND type LIKE 'payment.%'", [account.id])
+    const events = await suite.gateway.query<{ type: string }>("SELECT type FROM events WHERE account_id = $1 AND type LIKE 'payment.%'", [account.id])
     expect(events.map((event) => event.type)).toEqual(["payment.credit_added", "payment.insufficient_funds"])
 
     // A small max_tokens makes the estimate fit.
@@ -139,20 +121,20 @@ describe("billing", () => {
   })
 
   it("bills nothing for a call whose upstream failed, and frees the reservation", async () => {
-    const account = await gateway.account({ credit: "1" })
-    upstream.behave({ status: 503 })
+    const account = await suite.gateway.account({ credit: "1" })
+    suite.upstream.behave({ status: 503 })
     const failed = await chat(account.key, { model: "svc/metered", messages: [{ role: "user", content: "fail" }] })
     expect(failed.status).toBe(502)
     const after = await balanceOf(account.id)
     expect([after.balance_usd, after.reserved_usd]).toEqual(["1.000000000", "0.000000000"])
-    expect(await gateway.query("SELECT id FROM receipts WHERE account_id = $1", [account.id])).toEqual([])
-    const [reservation] = await gateway.query<{ status: string }>("SELECT status FROM reservations WHERE account_id = $1", [account.id])
+    expect(await suite.gateway.query("SELECT id FROM receipts WHERE account_id = $1", [account.id])).toEqual([])
+    const [reservation] = await suite.gateway.query<{ status: string }>("SELECT status FROM reservations WHERE account_id = $1", [account.id])
     expect(reservation!.status).toBe("released")
   })
 
   it("bills a stream on its final usage, with the receipt id on the response head", async () => {
-    const account = await gateway.account({ credit: "1", scopes: ["chat", "monitoring"] })
-    const client = new OpenAI({ apiKey: account.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 })
+    const account = await suite.gateway.account({ credit: "1", scopes: ["chat", "monitoring"] })
+    const client = new OpenAI({ apiKey: account.key, baseURL: `${suite.gateway.url}/v1`, maxRetries: 0 })
     const { data: stream, response } = await client.chat.completions
       .create({
         model: "svc/metered",
@@ -165,7 +147,7 @@ describe("billing", () => {
     expect(receiptId).toMatch(/^rcpt_/)
     let usage: OpenAI.CompletionUsage | undefined
     for await (const chunk of stream) usage = chunk.usage ?? usage
-    const receipt = await gateway.request("GET", `/v1/receipts/${receiptId}`, { key: account.key })
+    const receipt = await suite.gateway.request("GET", `/v1/receipts/${receiptId}`, { key: account.key })
     expect(receipt.body.usage).toEqual({ input_tokens: usage!.prompt_tokens, output_tokens: usage!.completion_tokens })
     const total = BigInt(usage!.prompt_tokens) * 1000n + BigInt(usage!.completion_tokens) * 2000n
     expect(receipt.body.cost.total_usd).toBe(`0.${total.toString().padStart(9, "0")}`)
@@ -173,11 +155,11 @@ describe("billing", () => {
   })
 
   it("bills a stream the client left for what was generated, and cancels the upstream", async () => {
-    const account = await gateway.account({ credit: "1" })
-    upstream.behave({ chunkDelayMs: 200 })
-    const aborts = upstream.clientAborts()
+    const account = await suite.gateway.account({ credit: "1" })
+    suite.upstream.behave({ chunkDelayMs: 200 })
+    const aborts = suite.upstream.clientAborts()
     const controller = new AbortController()
-    const response = await fetch(`${gateway.url}/v1/chat/completions`, {
+    const response = await fetch(`${suite.gateway.url}/v1/chat/completions`, {
       method: "POST",
       headers: { authorization: `Bearer ${account.key}`, "content-type": "application/json" },
       body: JSON.stringify({ model: "svc/metered", stream: true, messages: [{ role: "user", content: "one two three four five six seven" }] }),
@@ -190,11 +172,11 @@ describe("billing", () => {
       received += new TextDecoder().decode((await reader.read()).value)
     }
     controller.abort()
-    await upstream.waitForAborts(aborts + 1)
+    await suite.upstream.waitForAborts(aborts + 1)
     const leftAt = Date.now()
     let receipt: any
     while (Date.now() - leftAt < 1000) {
-      ;[receipt] = await gateway.query<any>("SELECT * FROM receipts WHERE id = $1", [receiptId])
+      ;[receipt] = await suite.gateway.query<any>("SELECT * FROM receipts WHERE id = $1", [receiptId])
       if (receipt !== undefined) break
       await new Promise((resolve) => setTimeout(resolve, 25))
     }
@@ -204,7 +186,7 @@ describe("billing", () => {
   })
 
   it("never overspends under concurrent calls on one account", async () => {
-    const account = await gateway.account({ credit: "0.003" })
+    const account = await suite.gateway.account({ credit: "0.003" })
     const calls = 120
     const responses = await Promise.all(
       Array.from({ length: calls }, (_, i) =>
@@ -214,7 +196,7 @@ describe("billing", () => {
     expect(statuses.every((status) => status === 200 || status === 402)).toBe(true)
     expect(statuses.filter((status) => status === 402).length).toBeGreaterThan(0)
     expect(statuses.filter((status) => status === 200).length).toBeGreaterThan(0)
-    const receipts = await gateway.query<{ n: number; spent: string }>(
+    const receipts = await suite.gateway.query<{ n: number; spent: string }>(
       "SELECT count(*)::int AS n, coalesce(sum(total_usd), 0)::text AS spent FROM receipts WHERE account_id = $1",
       [account.id]
     )
@@ -223,60 +205,60 @@ describe("billing", () => {
   })
 
   it("releases reservations whose lease expired (their process died)", async () => {
-    const account = await gateway.account({ credit: "1" })
+    const account = await suite.gateway.account({ credit: "1" })
     // What a process killed mid-call leaves behind: an open reservation past its lease.
-    await gateway.query(
+    await suite.gateway.query(
       "INSERT INTO reservations (id, account_id, request_id, amount_usd, expires_at) VALUES ('rcpt_stranded', $1, 'req_dead', 0.5, now() - interval '1 second')",
       [account.id]
     )
-    await gateway.query("UPDATE accounts SET reserved_usd = reserved_usd + 0.5 WHERE id = $1", [account.id])
+    await suite.gateway.query("UPDATE accounts SET reserved_usd = reserved_usd + 0.5 WHERE id = $1", [account.id])
     expect((await balanceOf(account.id)).available_usd).toBe("0.500000000")
-    // The sweeper runs every second in this gateway.
+    // The sweeper runs every second in this suite.gateway.
     const deadline = Date.now() + 5000
     let status = "open"
     while (status === "open" && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 100))
-      ;[{ status }] = await gateway.query<{ status: string }>("SELECT status FROM reservations WHERE id = 'rcpt_stranded'") as any
+      ;[{ status }] = await suite.gateway.query<{ status: string }>("SELECT status FROM reservations WHERE id = 'rcpt_stranded'") as any
     }
     expect(status).toBe("released")
     expect((await balanceOf(account.id)).available_usd).toBe("1.000000000")
-    const [event] = await gateway.query<any>("SELECT data FROM events WHERE receipt_id = 'rcpt_stranded' AND type = 'payment.released'")
+    const [event] = await suite.gateway.query<any>("SELECT data FROM events WHERE receipt_id = 'rcpt_stranded' AND type = 'payment.released'")
     expect(event.data).toEqual({ amount_usd: "0.500000000", reason: "lease_expired" })
   })
 
   it("still bills a call that outlived its lease, from what is available then", async () => {
-    const account = await gateway.account({ credit: "1" })
+    const account = await suite.gateway.account({ credit: "1" })
     // Under the provider's 2 s timeout, over the sweeper's 1 s period.
-    upstream.behave({ delayHeadersMs: 1800 })
+    suite.upstream.behave({ delayHeadersMs: 1800 })
     const call = chat(account.key, { model: "svc/metered", messages: [{ role: "user", content: "slow" }] })
     // Age the reservation while the upstream thinks; the sweeper (every second) then frees it.
     let expired = 0
     while (expired === 0) {
       await new Promise((resolve) => setTimeout(resolve, 50))
-      expired = (await gateway.query(
+      expired = (await suite.gateway.query(
         "UPDATE reservations SET expires_at = now() - interval '1 second' WHERE account_id = $1 AND status = 'open' RETURNING id",
         [account.id]
       )).length
     }
     const response = await call
     expect(response.status).toBe(200)
-    const [reservation] = await gateway.query<{ status: string }>("SELECT status FROM reservations WHERE account_id = $1", [account.id])
+    const [reservation] = await suite.gateway.query<{ status: string }>("SELECT status FROM reservations WHERE account_id = $1", [account.id])
     expect(reservation!.status).toBe("settled")
-    const events = await gateway.query<{ type: string }>("SELECT type FROM events WHERE account_id = $1 AND type LIKE 'payment.re%' ORDER BY created_at", [account.id])
+    const events = await suite.gateway.query<{ type: string }>("SELECT type FROM events WHERE account_id = $1 AND type LIKE 'payment.re%' ORDER BY created_at", [account.id])
     expect(events.map((event) => event.type)).toEqual(["payment.reserved", "payment.released"])
-    const receipt = (await gateway.query<any>("SELECT * FROM receipts WHERE account_id = $1", [account.id]))[0]
+    const receipt = (await suite.gateway.query<any>("SELECT * FROM receipts WHERE account_id = $1", [account.id]))[0]
     expect(receipt.id).toBe(response.headers.get("x-svc-receipt-id"))
     expect(Number(receipt.total_usd)).toBeGreaterThan(0)
     expect((await balanceOf(account.id)).balance_usd).toBe(receipt.balance_after_usd)
   })
 
   it("refuses a route under the margin floor with 503, and bills nothing", async () => {
-    const account = await gateway.account({ credit: "1" })
-    const sent = upstream.requests.length
+    const account = await suite.gateway.account({ credit: "1" })
+    const sent = suite.upstream.requests.length
     const refused = await chat(account.key, { model: "svc/thin", messages: [{ role: "user", content: "thin" }] })
     expect(refused.status).toBe(503)
     expect(refused.body.error.code).toBe("margin_floor_violated")
-    expect(upstream.requests.length).toBe(sent)
+    expect(suite.upstream.requests.length).toBe(sent)
     const after = await balanceOf(account.id)
     expect([after.balance_usd, after.reserved_usd]).toEqual(["1.000000000", "0.000000000"])
     // A 50% margin passes the same floor.
@@ -284,13 +266,13 @@ describe("billing", () => {
   })
 
   it("hides another account's receipt", async () => {
-    const owner = await gateway.account({ credit: "1", scopes: ["chat", "monitoring"] })
-    const other = await gateway.account({ credit: "1", scopes: ["monitoring"] })
+    const owner = await suite.gateway.account({ credit: "1", scopes: ["chat", "monitoring"] })
+    const other = await suite.gateway.account({ credit: "1", scopes: ["monitoring"] })
     const call = await chat(owner.key, { model: "svc/swift", messages: [{ role: "user", content: "mine" }] })
     const receiptId = call.headers.get("x-svc-receipt-id")!
-    const foreign = await gateway.request("GET", `/v1/receipts/${receiptId}`, { key: other.key })
+    const foreign = await suite.gateway.request("GET", `/v1/receipts/${receiptId}`, { key: other.key })
     expect(foreign.status).toBe(404)
     expect(foreign.body.error.code).toBe("not_found")
-    expect((await gateway.request("GET", "/v1/receipts/rcpt_nope", { key: owner.key })).status).toBe(404)
+    expect((await suite.gateway.request("GET", "/v1/receipts/rcpt_nope", { key: owner.key })).status).toBe(404)
   })
 })

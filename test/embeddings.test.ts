@@ -6,55 +6,38 @@
  * and on PostgreSQL with DATABASE_URL.
  */
 import OpenAI from "openai"
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
-import { FAKE_FINGERPRINT, FAKE_PROVIDER_NAME, type FakeOpenAi, startFakeOpenAi } from "./support/fakeOpenAiUpstream.ts"
-import { startGateway, type TestGateway } from "./support/gateway.ts"
-import { moneyViolations } from "./support/invariants.ts"
+import { describe, expect, it } from "vitest"
+import { FAKE_FINGERPRINT, FAKE_PROVIDER_NAME } from "./support/fakeOpenAiUpstream.ts"
+import { billedSuite } from "./support/billedSuite.ts"
 
-let upstream: FakeOpenAi
-let gateway: TestGateway
-
-beforeAll(async () => {
-  upstream = await startFakeOpenAi()
-  gateway = await startGateway({
-    config: {
-      models: [{
-        id: "svc/remote-embed",
-        context: 8000,
-        pricing: { input: "0.10" },
-        modalities: ["text"],
-        capabilities: ["embeddings"]
-      }],
-      providers: [
-        { id: "sandbox", plugin: "sandbox", deployments: [{ model: "svc/swift" }, { model: "svc/embed" }] },
-        {
-          id: "hidden-upstream",
-          plugin: "openai-compatible",
-          baseUrl: upstream.baseUrl,
-          timeoutMs: 2000,
-          deployments: [{ model: "svc/remote-embed", upstreamModel: "text-embedding-secret", cost: { input: "0.05" } }]
-        }
-      ]
+const suite = billedSuite((baseUrl) => ({
+  models: [{
+    id: "svc/remote-embed",
+    context: 8000,
+    pricing: { input: "0.10" },
+    modalities: ["text"],
+    capabilities: ["embeddings"]
+  }],
+  providers: [
+    { id: "sandbox", plugin: "sandbox", deployments: [{ model: "svc/swift" }, { model: "svc/embed" }] },
+    {
+      id: "hidden-upstream",
+      plugin: "openai-compatible",
+      baseUrl,
+      timeoutMs: 2000,
+      deployments: [{ model: "svc/remote-embed", upstreamModel: "text-embedding-secret", cost: { input: "0.05" } }]
     }
-  })
-})
-afterEach(async () => {
-  upstream.behave({})
-  expect(await moneyViolations(gateway.query)).toEqual([])
-})
-afterAll(async () => {
-  await gateway?.close()
-  await upstream?.close()
-})
+  ]
+}))
 
-const client = (key: string) => new OpenAI({ apiKey: key, baseURL: `${gateway.url}/v1`, maxRetries: 0 })
+const client = (key: string) => new OpenAI({ apiKey: key, baseURL: `${suite.gateway.url}/v1`, maxRetries: 0 })
 const norm = (vector: ReadonlyArray<number>) => Math.sqrt(vector.reduce((sum, x) => sum + x * x, 0))
 const nanos = (usd: string) => BigInt(usd.replace(".", ""))
-const embed = (key: string, body: unknown) => gateway.request("POST", "/v1/embeddings", { key, body })
+const embed = (key: string, body: unknown) => suite.gateway.request("POST", "/v1/embeddings", { key, body })
 
 describe("POST /v1/embeddings", () => {
   it("embeds one input with the official client, bills it and keeps a receipt", async () => {
-    const account = await gateway.account({ credit: "1", scopes: ["chat", "monitoring"] })
+    const account = await suite.gateway.account({ credit: "1", scopes: ["chat", "monitoring"] })
     const { data, response } = await client(account.key).embeddings
       .create({ model: "svc/embed", input: "The quick brown fox jumps over the lazy dog." })
       .withResponse()
@@ -68,7 +51,7 @@ describe("POST /v1/embeddings", () => {
     expect(data.usage.prompt_tokens).toBeGreaterThan(0)
     expect(data.usage.total_tokens).toBe(data.usage.prompt_tokens)
 
-    // svc/embed: 0.02 per 1M input tokens = 20 nano-dollars a token; the sandbox costs nothing upstream.
+    // svc/embed: 0.02 per 1M input tokens = 20 nano-dollars a token; the sandbox costs nothing suite.upstream.
     const total = response.headers.get("x-svc-total-usd")!
     expect(nanos(total)).toBe(BigInt(data.usage.prompt_tokens) * 20n)
     expect(response.headers.get("x-svc-upstream-cost-usd")).toBe("0.000000000")
@@ -76,7 +59,7 @@ describe("POST /v1/embeddings", () => {
     const receiptId = response.headers.get("x-svc-receipt-id")!
     expect(receiptId).toMatch(/^rcpt_/)
 
-    const receipt = await gateway.request("GET", `/v1/receipts/${receiptId}`, { key: account.key })
+    const receipt = await suite.gateway.request("GET", `/v1/receipts/${receiptId}`, { key: account.key })
     expect(receipt.status).toBe(200)
     expect(receipt.body).toMatchObject({
       id: receiptId,
@@ -86,13 +69,13 @@ describe("POST /v1/embeddings", () => {
       usage: { input_tokens: data.usage.prompt_tokens, output_tokens: 0 },
       cost: { upstream_usd: "0.000000000", margin_usd: total, total_usd: total }
     })
-    const balance = (await gateway.request("GET", `/v1/admin/accounts/${account.id}`)).body
+    const balance = (await suite.gateway.request("GET", `/v1/admin/accounts/${account.id}`)).body
     expect(nanos(balance.balance_usd)).toBe(1_000_000_000n - nanos(total))
     expect(balance.reserved_usd).toBe("0.000000000")
   })
 
   it("embeds a batch in order, deterministically, with the requested dimensions", async () => {
-    const account = await gateway.account({ credit: "1" })
+    const account = await suite.gateway.account({ credit: "1" })
     const openai = client(account.key)
     const input = ["first text", "second, longer text", "first text"]
     const first = await openai.embeddings.create({ model: "svc/embed", input, dimensions: 64, encoding_format: "float" })
@@ -117,37 +100,37 @@ describe("POST /v1/embeddings", () => {
   })
 
   it("refuses with 402 when the balance cannot cover the input, and bills nothing", async () => {
-    const account = await gateway.account({ credit: "0.000000010" })
+    const account = await suite.gateway.account({ credit: "0.000000010" })
     const response = await embed(account.key, { model: "svc/embed", input: "more than half a token of text here" })
     expect(response.status).toBe(402)
     expect(response.body.error.code).toBe("insufficient_funds")
-    const balance = (await gateway.request("GET", `/v1/admin/accounts/${account.id}`)).body
+    const balance = (await suite.gateway.request("GET", `/v1/admin/accounts/${account.id}`)).body
     expect(balance.balance_usd).toBe("0.000000010")
     expect(balance.reserved_usd).toBe("0.000000000")
-    expect(await gateway.query("SELECT id FROM receipts WHERE account_id = $1", [account.id])).toEqual([])
+    expect(await suite.gateway.query("SELECT id FROM receipts WHERE account_id = $1", [account.id])).toEqual([])
   })
 
   it("is 400 for a model without the embeddings capability or an unknown model, and bills nothing", async () => {
-    const account = await gateway.account({ credit: "1" })
+    const account = await suite.gateway.account({ credit: "1" })
     for (const model of ["svc/swift", "svc/nope"]) {
       const response = await embed(account.key, { model, input: "hi" })
       expect(response.status).toBe(400)
       expect(response.body.error).toMatchObject({ code: "invalid_request", param: "model" })
     }
     expect((await embed(account.key, { model: "svc/embed", input: [] })).status).toBe(400)
-    expect((await gateway.request("GET", `/v1/admin/accounts/${account.id}`)).body.balance_usd).toBe("1.000000000")
+    expect((await suite.gateway.request("GET", `/v1/admin/accounts/${account.id}`)).body.balance_usd).toBe("1.000000000")
   })
 
   it("needs the chat scope", async () => {
-    const account = await gateway.account({ credit: "1", scopes: ["monitoring"] })
+    const account = await suite.gateway.account({ credit: "1", scopes: ["monitoring"] })
     const response = await embed(account.key, { model: "svc/embed", input: "hi" })
     expect(response.status).toBe(401)
     expect(response.body.error.code).toBe("unauthorized")
   })
 
   it("calls an OpenAI-compatible upstream under its own model name and never names it", async () => {
-    const account = await gateway.account({ credit: "1" })
-    upstream.requests.length = 0
+    const account = await suite.gateway.account({ credit: "1" })
+    suite.upstream.requests.length = 0
     const response = await embed(account.key, {
       model: "svc/remote-embed",
       input: ["one two three", "four"],
@@ -155,8 +138,8 @@ describe("POST /v1/embeddings", () => {
       user: "u-1"
     })
     expect(response.status).toBe(200)
-    expect(upstream.requests).toHaveLength(1)
-    expect(upstream.requests[0]).toMatchObject({
+    expect(suite.upstream.requests).toHaveLength(1)
+    expect(suite.upstream.requests[0]).toMatchObject({
       path: "/v1/embeddings",
       body: { model: "text-embedding-secret", input: ["one two three", "four"], dimensions: 3, user: "u-1", encoding_format: "float" }
     })
@@ -178,14 +161,14 @@ describe("POST /v1/embeddings", () => {
   })
 
   it("maps an upstream failure like chat does and releases the reservation", async () => {
-    const account = await gateway.account({ credit: "1" })
-    upstream.behaveOnce({ status: 500 })
+    const account = await suite.gateway.account({ credit: "1" })
+    suite.upstream.behaveOnce({ status: 500 })
     const failed = await embed(account.key, { model: "svc/remote-embed", input: "x" })
     expect(failed.status).toBe(502)
     expect(failed.body.error.code).toBe("upstream_error")
-    upstream.behaveOnce({ status: 400 })
+    suite.upstream.behaveOnce({ status: 400 })
     expect((await embed(account.key, { model: "svc/remote-embed", input: "x" })).status).toBe(400)
-    const balance = (await gateway.request("GET", `/v1/admin/accounts/${account.id}`)).body
+    const balance = (await suite.gateway.request("GET", `/v1/admin/accounts/${account.id}`)).body
     expect(balance).toMatchObject({ balance_usd: "1.000000000", reserved_usd: "0.000000000" })
   })
 })

@@ -1,43 +1,25 @@
 /** `Idempotency-Key`: a retry returns the first response and is billed once; misuse is a 409 that changes nothing. */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
-import { type FakeOpenAi, startFakeOpenAi } from "./support/fakeOpenAiUpstream.ts"
-import { startGateway, type TestGateway } from "./support/gateway.ts"
-import { moneyViolations } from "./support/invariants.ts"
+import { describe, expect, it } from "vitest"
+import { billedSuite } from "./support/billedSuite.ts"
 
-let upstream: FakeOpenAi
-let gateway: TestGateway
-
-beforeAll(async () => {
-  upstream = await startFakeOpenAi()
-  gateway = await startGateway({
-    config: {
-      providers: [
-        { id: "sandbox", plugin: "sandbox", deployments: [{ model: "svc/swift" }] },
-        { id: "slow", plugin: "openai-compatible", baseUrl: upstream.baseUrl, deployments: [{ model: "svc/pro" }] }
-      ]
-    }
-  })
-})
-afterEach(async () => {
-  upstream.behave({})
-  expect(await moneyViolations(gateway.query)).toEqual([])
-})
-afterAll(async () => {
-  await gateway?.close()
-  await upstream?.close()
-})
+const suite = billedSuite((baseUrl) => ({
+  providers: [
+    { id: "sandbox", plugin: "sandbox", deployments: [{ model: "svc/swift" }] },
+    { id: "slow", plugin: "openai-compatible", baseUrl, deployments: [{ model: "svc/pro" }] }
+  ]
+}))
 
 const chat = (key: string, idempotencyKey: string, body: Record<string, unknown>) =>
-  gateway.request("POST", "/v1/chat/completions", { key, body, headers: { "idempotency-key": idempotencyKey } })
+  suite.gateway.request("POST", "/v1/chat/completions", { key, body, headers: { "idempotency-key": idempotencyKey } })
 
 const receiptsOf = async (accountId: string) =>
-  (await gateway.query<{ n: number }>("SELECT count(*)::int AS n FROM receipts WHERE account_id = $1", [accountId]))[0]!.n
+  (await suite.gateway.query<{ n: number }>("SELECT count(*)::int AS n FROM receipts WHERE account_id = $1", [accountId]))[0]!.n
 
 const hello = { model: "svc/swift", messages: [{ role: "user", content: "once only" }] }
 
 describe("idempotency keys", () => {
   it("replays the first response, with the same receipt, and bills once", async () => {
-    const account = await gateway.account({ credit: "1" })
+    const account = await suite.gateway.account({ credit: "1" })
     const first = await chat(account.key, "order-1", hello)
     const retry = await chat(account.key, "order-1", hello)
     expect(first.status).toBe(200)
@@ -50,19 +32,19 @@ describe("idempotency keys", () => {
   })
 
   it("refuses the same key with another body, changing nothing", async () => {
-    const account = await gateway.account({ credit: "1" })
+    const account = await suite.gateway.account({ credit: "1" })
     await chat(account.key, "order-2", hello)
-    const balance = (await gateway.request("GET", `/v1/admin/accounts/${account.id}`)).body.balance_usd
+    const balance = (await suite.gateway.request("GET", `/v1/admin/accounts/${account.id}`)).body.balance_usd
     const other = await chat(account.key, "order-2", { ...hello, messages: [{ role: "user", content: "something else" }] })
     expect(other.status).toBe(409)
     expect(other.body.error).toMatchObject({ code: "idempotency_conflict", param: "Idempotency-Key" })
-    expect((await gateway.request("GET", `/v1/admin/accounts/${account.id}`)).body.balance_usd).toBe(balance)
+    expect((await suite.gateway.request("GET", `/v1/admin/accounts/${account.id}`)).body.balance_usd).toBe(balance)
     expect(await receiptsOf(account.id)).toBe(1)
   })
 
   it("never charges twice when retries race the first call", async () => {
-    const account = await gateway.account({ credit: "1" })
-    upstream.behave({ delayHeadersMs: 300 })
+    const account = await suite.gateway.account({ credit: "1" })
+    suite.upstream.behave({ delayHeadersMs: 300 })
     const body = { model: "svc/pro", max_tokens: 20, messages: [{ role: "user", content: "race" }] }
     const responses = await Promise.all(Array.from({ length: 8 }, () => chat(account.key, "order-3", body)))
     const statuses = responses.map((response) => response.status).sort()
@@ -76,8 +58,8 @@ describe("idempotency keys", () => {
   })
 
   it("lets a retry run again when the first attempt failed (nothing was billed)", async () => {
-    const account = await gateway.account({ credit: "1" })
-    upstream.behaveOnce({ status: 500 })
+    const account = await suite.gateway.account({ credit: "1" })
+    suite.upstream.behaveOnce({ status: 500 })
     const body = { model: "svc/pro", messages: [{ role: "user", content: "flaky" }] }
     expect((await chat(account.key, "order-4", body)).status).toBe(502)
     const retry = await chat(account.key, "order-4", body)
@@ -87,15 +69,15 @@ describe("idempotency keys", () => {
   })
 
   it("keys are per account", async () => {
-    const one = await gateway.account({ credit: "1" })
-    const two = await gateway.account({ credit: "1" })
+    const one = await suite.gateway.account({ credit: "1" })
+    const two = await suite.gateway.account({ credit: "1" })
     const a = await chat(one.key, "shared-key", hello)
     const b = await chat(two.key, "shared-key", hello)
     expect(b.headers.get("x-svc-receipt-id")).not.toBe(a.headers.get("x-svc-receipt-id"))
   })
 
   it("replays a stream as the chunks the first caller received, billed once", async () => {
-    const account = await gateway.account({ credit: "1" })
+    const account = await suite.gateway.account({ credit: "1" })
     const body = { ...hello, stream: true }
     const first = await chat(account.key, "stream-1", body)
     expect(first.status).toBe(200)
