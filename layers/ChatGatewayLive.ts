@@ -4,8 +4,8 @@
  * and re-label every response with our completion id and the catalogue model
  * id, so nothing the caller sees names the upstream.
  */
-import { Effect, Exit, FiberRef, Layer, Option, Stream } from "effect"
-import { currentRequestId, ServiceUnavailable } from "../services/ApiError.ts"
+import { Effect, Exit, Layer, Option, Stream } from "effect"
+import { ServiceUnavailable } from "../services/ApiError.ts"
 import { AppConfig, type ConfigFile, type PrivacyClass } from "../services/Config.ts"
 import { type Nanos, parseUsd } from "../services/Money.ts"
 import type { Principal } from "../services/ApiKeys.ts"
@@ -15,7 +15,7 @@ import { ChatGateway } from "../services/ChatGateway.ts"
 import { Ids } from "../services/Ids.ts"
 import { type Attempt, Ledger, type Reservation } from "../services/Ledger.ts"
 import { type Cost, type Estimate, Pricing, type TokenUsage } from "../services/Pricing.ts"
-import { modelFor, SERVED_CLASS } from "./servedModel.ts"
+import { billOf, modelFor, reserveForCaller, SERVED_CLASS } from "./billedCall.ts"
 import { toApiError } from "./upstreamErrors.ts"
 
 const fromUsage = (usage: Usage): TokenUsage => ({
@@ -81,10 +81,8 @@ export const ChatGatewayLive = Layer.effect(
         const model = yield* modelFor(catalogue, request.model, "chat", "chat completions")
         const estimate = pricing.estimate(model, request)
         const deployment = yield* deploymentFor(model, estimate, SERVED_CLASS)
-        const requestId = (yield* FiberRef.get(currentRequestId)) ?? ids.make("req")
-        // Chat keys always belong to an account; only the operator's bootstrap key has none.
-        const reservation = yield* ledger.reserve({ accountId: principal.accountId!, requestId, amount: estimate.total })
-        return { deployment, model, reservation, estimate }
+        const reservation = yield* reserveForCaller(ledger, ids, principal, estimate.total)
+        return { deployment, model, reservation }
       })
 
     const settle = (
@@ -93,18 +91,7 @@ export const ChatGatewayLive = Layer.effect(
       reservation: Reservation,
       usage: TokenUsage,
       attempt: Attempt
-    ) =>
-      ledger.settle(reservation, {
-        endpoint: "/v1/chat/completions",
-        model: model.id,
-        tier: model.tier,
-        privacyClass: SERVED_CLASS,
-        usage,
-        price: model.pricing,
-        cost: pricing.cost(model, deployment, usage),
-        attempts: [attempt],
-        providerId: deployment.provider.id
-      })
+    ) => ledger.settle(reservation, billOf(pricing, "/v1/chat/completions", model, deployment, usage, attempt))
 
     const since = (start: number) => Math.round(performance.now() - start)
 

@@ -4,15 +4,15 @@
  * it reports (input only) or release on failure, and answer with the catalogue
  * model id, so nothing the caller sees names the upstream.
  */
-import { Effect, Exit, FiberRef, Layer } from "effect"
-import { currentRequestId, InvalidRequest } from "../services/ApiError.ts"
+import { Effect, Exit, Layer } from "effect"
+import { InvalidRequest } from "../services/ApiError.ts"
 import { Catalogue } from "../services/Catalogue.ts"
 import { type EmbeddingsResponse, inputsOf, toBase64 } from "../services/Embeddings.ts"
 import { EmbeddingsGateway } from "../services/EmbeddingsGateway.ts"
 import { Ids } from "../services/Ids.ts"
 import { Ledger } from "../services/Ledger.ts"
 import { Pricing } from "../services/Pricing.ts"
-import { modelFor, SERVED_CLASS } from "./servedModel.ts"
+import { billOf, modelFor, reserveForCaller } from "./billedCall.ts"
 import { toApiError } from "./upstreamErrors.ts"
 
 export const EmbeddingsGatewayLive = Layer.effect(
@@ -42,13 +42,7 @@ export const EmbeddingsGatewayLive = Layer.effect(
             return yield* new InvalidRequest({ message: `${model.id} cannot serve embeddings now.`, param: "model" })
           }
           const estimate = { inputTokens: counts.reduce((sum, n) => sum + n, 0), outputTokens: 0 }
-          const requestId = (yield* FiberRef.get(currentRequestId)) ?? ids.make("req")
-          // Chat-scoped keys always belong to an account; only the operator's bootstrap key has none.
-          const reservation = yield* ledger.reserve({
-            accountId: principal.accountId!,
-            requestId,
-            amount: pricing.amount(model.pricing, estimate)
-          })
+          const reservation = yield* reserveForCaller(ledger, ids, principal, pricing.amount(model.pricing, estimate))
           const started = performance.now()
           return yield* embed({
             input: inputs,
@@ -59,17 +53,14 @@ export const EmbeddingsGatewayLive = Layer.effect(
             Effect.catchAll(toApiError(deployment)),
             Effect.flatMap((result) => {
               const usage = { inputTokens: result.promptTokens, outputTokens: 0 }
-              const settled = ledger.settle(reservation, {
-                endpoint: "/v1/embeddings",
-                model: model.id,
-                tier: model.tier,
-                privacyClass: SERVED_CLASS,
-                usage,
-                price: model.pricing,
-                cost: pricing.cost(model, deployment, usage),
-                attempts: [{ model: model.id, outcome: "ok", latencyMs: Math.round(performance.now() - started) }],
-                providerId: deployment.provider.id
-              })
+              const settled = ledger.settle(
+                reservation,
+                billOf(pricing, "/v1/embeddings", model, deployment, usage, {
+                  model: model.id,
+                  outcome: "ok",
+                  latencyMs: Math.round(performance.now() - started)
+                })
+              )
               return Effect.map(settled, (receipt) => {
                 const base64 = request.encoding_format === "base64"
                 const response: EmbeddingsResponse = {

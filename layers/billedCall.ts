@@ -1,0 +1,69 @@
+/** What the chat and embeddings paths share: the model they serve, and how a call is reserved and billed. */
+import { Effect, FiberRef, Option } from "effect"
+import { currentRequestId, type InsufficientFunds, InvalidRequest } from "../services/ApiError.ts"
+import type { Principal } from "../services/ApiKeys.ts"
+import type { Catalogue, Deployment, Model } from "../services/Catalogue.ts"
+import type { Capability, PrivacyClass } from "../services/Config.ts"
+import type { Ids } from "../services/Ids.ts"
+import type { Attempt, Bill, Ledger, Reservation } from "../services/Ledger.ts"
+import type { Nanos } from "../services/Money.ts"
+import type { Pricing, TokenUsage } from "../services/Pricing.ts"
+
+/** Until privacy classes are enforced, every call is served at the weakest class. */
+export const SERVED_CLASS: PrivacyClass = "standard_route"
+
+/** The listed model a request names, if it has the capability the endpoint needs. */
+export const modelFor = (
+  catalogue: Catalogue["Type"],
+  id: string,
+  capability: Capability,
+  endpoint: string
+): Effect.Effect<Model, InvalidRequest> =>
+  Option.match(catalogue.get(id), {
+    onNone: () =>
+      Effect.fail(
+        new InvalidRequest({
+          message: `Unknown model "${id}"; GET /v1/models lists the models you can use.`,
+          param: "model"
+        })
+      ),
+    onSome: (model) =>
+      model.capabilities.includes(capability)
+        ? Effect.succeed(model)
+        : Effect.fail(new InvalidRequest({ message: `${model.id} does not serve ${endpoint}.`, param: "model" }))
+  })
+
+/** Reserves `amount` for the request being served, against the caller's account. */
+export const reserveForCaller = (
+  ledger: Ledger["Type"],
+  ids: Ids["Type"],
+  principal: Principal,
+  amount: Nanos
+): Effect.Effect<Reservation, InsufficientFunds> =>
+  Effect.flatMap(FiberRef.get(currentRequestId), (requestId) =>
+    ledger.reserve({
+      // Keys of the billable scopes always belong to an account; only the operator's bootstrap key has none.
+      accountId: principal.accountId!,
+      requestId: requestId ?? ids.make("req"),
+      amount
+    }))
+
+/** What a call served by `deployment` is billed for. */
+export const billOf = (
+  pricing: Pricing["Type"],
+  endpoint: string,
+  model: Model,
+  deployment: Deployment,
+  usage: TokenUsage,
+  attempt: Attempt
+): Bill => ({
+  endpoint,
+  model: model.id,
+  tier: model.tier,
+  privacyClass: SERVED_CLASS,
+  usage,
+  price: model.pricing,
+  cost: pricing.cost(model, deployment, usage),
+  attempts: [attempt],
+  providerId: deployment.provider.id
+})
