@@ -8,14 +8,13 @@ import { Effect, Exit, Layer, Option, Stream } from "effect"
 import { ServiceUnavailable } from "../services/ApiError.ts"
 import { AppConfig, type ConfigFile, type PrivacyClass } from "../services/Config.ts"
 import { type Nanos, parseUsd } from "../services/Money.ts"
-import type { Principal } from "../services/ApiKeys.ts"
 import { Catalogue, type Deployment, type Model } from "../services/Catalogue.ts"
 import type { ChatChunk, ChatRequest, Usage } from "../services/Chat.ts"
 import { ChatGateway } from "../services/ChatGateway.ts"
 import { Ids } from "../services/Ids.ts"
 import { type Attempt, Ledger, type Reservation } from "../services/Ledger.ts"
 import { type Cost, type Estimate, Pricing, type TokenUsage } from "../services/Pricing.ts"
-import { billOf, modelFor, reserveForCaller, SERVED_CLASS } from "./billedCall.ts"
+import { billOf, modelFor, SERVED_CLASS, scopedReservation, withReservation } from "./billedCall.ts"
 import { toApiError } from "./upstreamErrors.ts"
 
 const fromUsage = (usage: Usage): TokenUsage => ({
@@ -75,14 +74,13 @@ export const ChatGatewayLive = Layer.effect(
       )
     }
 
-    /** Resolves the model and reserves the call's estimate against the caller's balance. */
-    const prepare = (request: ChatRequest, principal: Principal) =>
+    /** Resolves the model, the deployment and the estimate to reserve. */
+    const prepare = (request: ChatRequest) =>
       Effect.gen(function*() {
         const model = yield* modelFor(catalogue, request.model, "chat", "chat completions")
         const estimate = pricing.estimate(model, request)
         const deployment = yield* deploymentFor(model, estimate, SERVED_CLASS)
-        const reservation = yield* reserveForCaller(ledger, ids, principal, estimate.total)
-        return { deployment, model, reservation }
+        return { deployment, model, estimate }
       })
 
     const settle = (
@@ -98,28 +96,31 @@ export const ChatGatewayLive = Layer.effect(
     return {
       complete: (request, principal) =>
         Effect.gen(function*() {
-          const { deployment, model, reservation } = yield* prepare(request, principal)
+          const { deployment, estimate, model } = yield* prepare(request)
           const started = performance.now()
-          return yield* deployment.adapter.complete({ request, upstreamModel: deployment.upstreamModel }).pipe(
-            Effect.catchAll(toApiError(deployment)),
-            Effect.flatMap((completion) =>
-              Effect.map(
-                settle(model, deployment, reservation, fromUsage(completion.usage), {
-                  model: model.id,
-                  outcome: "ok",
-                  latencyMs: since(started)
-                }),
-                (receipt) => ({ completion: { ...completion, id: ids.completion(), model: model.id }, receipt })
-              ).pipe(Effect.uninterruptible)
-            ),
-            // A failed or abandoned call is not billed.
-            Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : ledger.release(reservation))
-          )
+          // A failed or abandoned call is not billed.
+          return yield* withReservation(ledger, ids, principal, estimate.total, (reservation) =>
+            deployment.adapter.complete({ request, upstreamModel: deployment.upstreamModel }).pipe(
+              Effect.catchAll(toApiError(deployment)),
+              Effect.flatMap((completion) =>
+                Effect.map(
+                  settle(model, deployment, reservation, fromUsage(completion.usage), {
+                    model: model.id,
+                    outcome: "ok",
+                    latencyMs: since(started)
+                  }),
+                  (receipt) => ({ completion: { ...completion, id: ids.completion(), model: model.id }, receipt })
+                ).pipe(Effect.uninterruptible)
+              )
+            ))
         }),
 
       stream: (request, principal) =>
         Effect.gen(function*() {
-          const { deployment, model, reservation } = yield* prepare(request, principal)
+          const { deployment, estimate, model } = yield* prepare(request)
+          let closed = false
+          // A response that is never pulled (the client left first) still frees its reservation.
+          const reservation = yield* scopedReservation(ledger, ids, principal, estimate.total, () => closed)
           const started = performance.now()
           const chunks = yield* deployment.adapter.stream({ request, upstreamModel: deployment.upstreamModel }).pipe(
             Effect.catchAll(toApiError(deployment)),
@@ -130,9 +131,6 @@ export const ChatGatewayLive = Layer.effect(
           let reported: Usage | undefined
           let generated = ""
           let failed = false
-          let closed = false
-          // A response that is never pulled (the client left first) still frees its reservation.
-          yield* Effect.addFinalizer(() => closed ? Effect.void : ledger.release(reservation))
 
           // However the stream ends, bill what was generated: the upstream's usage when it
           // reported one, else our own count of what reached us.

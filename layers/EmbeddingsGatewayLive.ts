@@ -4,7 +4,7 @@
  * it reports (input only) or release on failure, and answer with the catalogue
  * model id, so nothing the caller sees names the upstream.
  */
-import { Effect, Exit, Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { InvalidRequest } from "../services/ApiError.ts"
 import { Catalogue } from "../services/Catalogue.ts"
 import { type EmbeddingsResponse, inputsOf, toBase64 } from "../services/Embeddings.ts"
@@ -12,7 +12,7 @@ import { EmbeddingsGateway } from "../services/EmbeddingsGateway.ts"
 import { Ids } from "../services/Ids.ts"
 import { Ledger } from "../services/Ledger.ts"
 import { Pricing } from "../services/Pricing.ts"
-import { billOf, modelFor, reserveForCaller } from "./billedCall.ts"
+import { billOf, modelFor, withReservation } from "./billedCall.ts"
 import { toApiError } from "./upstreamErrors.ts"
 
 export const EmbeddingsGatewayLive = Layer.effect(
@@ -42,9 +42,10 @@ export const EmbeddingsGatewayLive = Layer.effect(
             return yield* new InvalidRequest({ message: `${model.id} cannot serve embeddings now.`, param: "model" })
           }
           const estimate = { inputTokens: counts.reduce((sum, n) => sum + n, 0), outputTokens: 0 }
-          const reservation = yield* reserveForCaller(ledger, ids, principal, pricing.amount(model.pricing, estimate))
           const started = performance.now()
-          return yield* embed({
+          // A failed or abandoned call is not billed.
+          return yield* withReservation(ledger, ids, principal, pricing.amount(model.pricing, estimate), (reservation) =>
+            embed({
             input: inputs,
             dimensions: request.dimensions,
             user: request.user,
@@ -76,9 +77,7 @@ export const EmbeddingsGatewayLive = Layer.effect(
                 return { response, receipt }
               }).pipe(Effect.uninterruptible)
             }),
-            // A failed or abandoned call is not billed.
-            Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : ledger.release(reservation))
-          )
+          ))
         })
     }
   })

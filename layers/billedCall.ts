@@ -1,5 +1,5 @@
 /** What the chat and embeddings paths share: the model they serve, and how a call is reserved and billed. */
-import { Effect, FiberRef, Option } from "effect"
+import { Effect, Exit, FiberRef, Option, type Scope } from "effect"
 import { currentRequestId, type InsufficientFunds, InvalidRequest } from "../services/ApiError.ts"
 import type { Principal } from "../services/ApiKeys.ts"
 import type { Catalogue, Deployment, Model } from "../services/Catalogue.ts"
@@ -47,6 +47,36 @@ export const reserveForCaller = (
       requestId: requestId ?? ids.make("req"),
       amount
     }))
+
+/**
+ * Runs `use` on a reservation of `amount`; if `use` fails or is interrupted, the reservation is
+ * released (nothing billed). Reserving itself cannot be interrupted half-way.
+ */
+export const withReservation = <A, E, R>(
+  ledger: Ledger["Type"],
+  ids: Ids["Type"],
+  principal: Principal,
+  amount: Nanos,
+  use: (reservation: Reservation) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E | InsufficientFunds, R> =>
+  Effect.acquireUseRelease(
+    reserveForCaller(ledger, ids, principal, amount),
+    use,
+    (reservation, exit) => Exit.isSuccess(exit) ? Effect.void : ledger.release(reservation)
+  )
+
+/** A reservation held for the life of the current scope: released when it closes, unless `isClosed()` says it was billed. */
+export const scopedReservation = (
+  ledger: Ledger["Type"],
+  ids: Ids["Type"],
+  principal: Principal,
+  amount: Nanos,
+  isClosed: () => boolean
+): Effect.Effect<Reservation, InsufficientFunds, Scope.Scope> =>
+  Effect.acquireRelease(
+    reserveForCaller(ledger, ids, principal, amount),
+    (reservation) => Effect.suspend(() => isClosed() ? Effect.void : ledger.release(reservation))
+  )
 
 /** What a call served by `deployment` is billed for. */
 export const billOf = (

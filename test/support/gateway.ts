@@ -30,6 +30,8 @@ export interface TestGateway {
   ) => Promise<{ status: number; headers: Headers; body: any; text: string }>
   /** An account with the given credit and a key with the given scopes. */
   readonly account: (options?: { credit?: string; scopes?: ReadonlyArray<string> }) => Promise<{ id: string; key: string; keyId: string }>
+  /** Runs an effect on the gateway's own services (for tests of one service under the real app). */
+  readonly run: <A, E>(effect: Effect.Effect<A, E, Layer.Layer.Success<typeof Core>>) => Promise<A>
   /** Runs SQL against the gateway's own database. */
   readonly query: <Row = Record<string, unknown>>(text: string, params?: ReadonlyArray<unknown>) => Promise<ReadonlyArray<Row>>
   readonly close: () => Promise<void>
@@ -107,6 +109,7 @@ export const startGateway = async (
       const key = await request("POST", `/v1/admin/accounts/${account.body.id}/keys`, { body: { scopes } })
       return { id: account.body.id, key: key.body.key, keyId: key.body.id }
     },
+    run: (effect) => runtime.runPromise(effect),
     query: (text, params = []) =>
       runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(text, params))) as any,
     close: async () => {

@@ -1,0 +1,59 @@
+/**
+ * Group commit for a hot key. At most one batch per key is in flight in this
+ * process; what arrives meanwhile waits and goes together as the next batch.
+ * An idle key runs at once, so a quiet account pays no added latency, and a
+ * busy one sends fewer, larger statements instead of queueing on its row lock.
+ */
+import { Cause, Deferred, Effect, Exit, FiberSet, type Scope } from "effect"
+
+export interface SerialBatches<I, O, E> {
+  readonly submit: (key: string, item: I) => Effect.Effect<O, E>
+}
+
+interface Waiting<I, O, E> {
+  readonly item: I
+  readonly result: Deferred.Deferred<O, E>
+}
+
+/** `run` answers each item of a batch, in order; if it fails as a whole, every item gets that failure. */
+export const makeSerialBatches = <I, O, E>(
+  run: (key: string, items: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<Exit.Exit<O, E>>>,
+  maxBatch: number
+): Effect.Effect<SerialBatches<I, O, E>, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const fibers = yield* FiberSet.make()
+    // A key is present while a batch of it is in flight; its array holds the next batch.
+    const queued = new Map<string, Array<Waiting<I, O, E>>>()
+
+    const answer = (batch: ReadonlyArray<Waiting<I, O, E>>, exit: Exit.Exit<ReadonlyArray<Exit.Exit<O, E>>>) =>
+      Effect.forEach(batch, ({ result }, i) =>
+        Exit.isSuccess(exit)
+          ? Deferred.done(result, exit.value[i] ?? Exit.die(new Error("a batch answered fewer items than it was given")))
+          : Deferred.failCause(result, Cause.die(Cause.squash(exit.cause))), { discard: true })
+
+    const drain = (key: string, first: Array<Waiting<I, O, E>>) =>
+      Effect.gen(function*() {
+        let batch = first
+        while (batch.length > 0) {
+          const exit = yield* Effect.exit(run(key, batch.map((waiting) => waiting.item)))
+          yield* answer(batch, exit)
+          batch = queued.get(key)!.splice(0, maxBatch)
+        }
+        queued.delete(key)
+      })
+
+    return {
+      submit: (key, item) =>
+        Effect.gen(function*() {
+          const result = yield* Deferred.make<O, E>()
+          const waiting = queued.get(key)
+          if (waiting !== undefined) {
+            waiting.push({ item, result })
+          } else {
+            queued.set(key, [])
+            yield* FiberSet.run(fibers, drain(key, [{ item, result }]))
+          }
+          return yield* Deferred.await(result)
+        })
+    }
+  })

@@ -1,0 +1,118 @@
+/**
+ * The ledger's group commit on the real database: calls that reach one account
+ * together are reserved and settled in shared statements, and still admitted
+ * and charged exactly as if they came one by one.
+ */
+import { Effect } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import type { Bill, Reservation } from "../services/Ledger.ts"
+import { Ledger } from "../services/Ledger.ts"
+import { formatUsd, parseUsd } from "../services/Money.ts"
+import { startGateway, type TestGateway } from "./support/gateway.ts"
+import { moneyViolations } from "./support/invariants.ts"
+
+let gateway: TestGateway
+beforeAll(async () => {
+  gateway = await startGateway()
+})
+afterAll(() => gateway?.close())
+
+const usd = (text: string) => parseUsd(text).pipe((option) => option._tag === "Some" ? option.value : 0n)
+
+const billFor = (total: string, upstream: string): Bill => ({
+  endpoint: "/v1/chat/completions",
+  model: "svc/pro",
+  tier: "pro",
+  privacyClass: "standard_route",
+  usage: { inputTokens: 10, outputTokens: 10 },
+  price: { input: usd("1"), output: usd("2") },
+  cost: { upstream: usd(upstream), margin: usd(total) - usd(upstream), total: usd(total) },
+  attempts: [{ model: "svc/pro", outcome: "ok", latencyMs: 1 }],
+  providerId: "sandbox"
+})
+
+const reserveAll = (accountId: string, amounts: ReadonlyArray<string>) =>
+  Effect.flatMap(Ledger, (ledger) =>
+    Effect.all(
+      amounts.map((amount, i) => Effect.either(ledger.reserve({ accountId, requestId: `req_${i}`, amount: usd(amount) }))),
+      { concurrency: "unbounded" }
+    ))
+
+describe("ledger batches", () => {
+  it("admits concurrent reservations in arrival order while the balance covers them", async () => {
+    const account = await gateway.account({ credit: "1" })
+    // The first runs alone; the other four share one statement: 0.6 no longer fits, the small ones do.
+    const results = await gateway.run(reserveAll(account.id, ["0.6", "0.6", "0.3", "0.1", "0.05"]))
+    expect(results.map((result) => result._tag)).toEqual(["Right", "Left", "Right", "Right", "Left"])
+    const [row] = await gateway.query<{ reserved: string; open: number }>(
+      `SELECT reserved_usd::text AS reserved, (SELECT count(*)::int FROM reservations WHERE account_id = $1 AND status = 'open') AS open
+       FROM accounts WHERE id = $1`,
+      [account.id]
+    )
+    expect(row).toEqual({ reserved: "1.000000000", open: 3 })
+    const events = await gateway.query<{ type: string; amount: string }>(
+      `SELECT type, coalesce(data->>'amount_usd', data->>'estimated_usd') AS amount FROM events
+       WHERE account_id = $1 AND type IN ('payment.reserved', 'payment.insufficient_funds') ORDER BY type, amount`,
+      [account.id]
+    )
+    expect(events).toEqual([
+      { type: "payment.insufficient_funds", amount: "0.050000000" },
+      { type: "payment.insufficient_funds", amount: "0.600000000" },
+      { type: "payment.reserved", amount: "0.100000000" },
+      { type: "payment.reserved", amount: "0.300000000" },
+      { type: "payment.reserved", amount: "0.600000000" }
+    ])
+    // Free them, so the invariants below see a quiet account.
+    await gateway.run(Effect.flatMap(Ledger, (ledger) =>
+      Effect.forEach(results, (result) => result._tag === "Right" ? ledger.release(result.right) : Effect.void)
+    ))
+    expect(await moneyViolations(gateway.query)).toEqual([])
+  })
+
+  it("settles concurrent calls in one statement with a running balance on each receipt", async () => {
+    const account = await gateway.account({ credit: "1" })
+    const reservations = (await gateway.run(reserveAll(account.id, ["0.2", "0.2", "0.2", "0.2"])))
+      .map((result) => result._tag === "Right" ? result.right : undefined)
+      .filter((reservation): reservation is Reservation => reservation !== undefined)
+    expect(reservations).toHaveLength(4)
+    // One is charged above its reservation: the clamp rule caps it at 0.2.
+    const totals = ["0.1", "0.15", "0.05", "0.5"]
+    const receipts = await gateway.run(Effect.flatMap(Ledger, (ledger) =>
+      Effect.all(
+        reservations.map((reservation, i) => ledger.settle(reservation, billFor(totals[i]!, "0.01"))),
+        { concurrency: "unbounded" }
+      )
+    ))
+    expect(receipts.map((receipt) => formatUsd(receipt.cost.total))).toEqual(
+      ["0.100000000", "0.150000000", "0.050000000", "0.200000000"]
+    )
+    expect(receipts.map((receipt) => formatUsd(receipt.balanceAfter))).toEqual(
+      ["0.900000000", "0.750000000", "0.700000000", "0.500000000"]
+    )
+    for (const receipt of receipts) expect(receipt.cost.upstream + receipt.cost.margin).toBe(receipt.cost.total)
+    // What the service answered is what it stored.
+    const stored = await gateway.run(Effect.flatMap(Ledger, (ledger) =>
+      Effect.forEach(receipts, (receipt) => ledger.receipt(account.id, receipt.id))
+    ))
+    expect(stored.map(({ balanceAfter, cost, id }) => ({ balanceAfter, cost, id }))).toEqual(
+      receipts.map(({ balanceAfter, cost, id }) => ({ balanceAfter, cost, id }))
+    )
+    expect(await moneyViolations(gateway.query)).toEqual([])
+  })
+
+  it("refuses to settle a call twice", async () => {
+    const account = await gateway.account({ credit: "1" })
+    const [result] = await gateway.run(reserveAll(account.id, ["0.2"]))
+    const reservation = result!._tag === "Right" ? result!.right : undefined
+    await gateway.run(Effect.flatMap(Ledger, (ledger) => ledger.settle(reservation!, billFor("0.1", "0.01"))))
+    await expect(
+      gateway.run(Effect.flatMap(Ledger, (ledger) => ledger.settle(reservation!, billFor("0.1", "0.01"))))
+    ).rejects.toThrow(/settled already/)
+    const [row] = await gateway.query<{ balance: string }>(
+      "SELECT balance_usd::text AS balance FROM accounts WHERE id = $1",
+      [account.id]
+    )
+    expect(row!.balance).toBe("0.900000000")
+    expect(await moneyViolations(gateway.query)).toEqual([])
+  })
+})
