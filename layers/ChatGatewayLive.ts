@@ -11,6 +11,7 @@ import { type Nanos, parseUsd } from "../services/Money.ts"
 import { Catalogue, type Deployment, type Model } from "../services/Catalogue.ts"
 import type { ChatChunk, ChatRequest, Usage } from "../services/Chat.ts"
 import { ChatGateway } from "../services/ChatGateway.ts"
+import type { UpstreamCompletion } from "../services/Providers.ts"
 import { Ids } from "../services/Ids.ts"
 import { type Attempt, Ledger, type Reservation } from "../services/Ledger.ts"
 import { type Cost, type Estimate, Pricing, type TokenUsage } from "../services/Pricing.ts"
@@ -91,6 +92,18 @@ export const ChatGatewayLive = Layer.effect(
       attempt: Attempt
     ) => ledger.settle(reservation, billOf(pricing, "/v1/chat/completions", model, deployment, usage, attempt))
 
+    /** Usage by our own count, for an upstream that reported none. */
+    const countedUsage = (request: ChatRequest, completion: UpstreamCompletion): Usage => {
+      let text = ""
+      for (const { message } of completion.choices) {
+        text += message.content ?? ""
+        for (const call of message.tool_calls ?? []) text += call.function.name + call.function.arguments
+      }
+      const prompt = pricing.countInput(request)
+      const generated = pricing.countText(text)
+      return { prompt_tokens: prompt, completion_tokens: generated, total_tokens: prompt + generated }
+    }
+
     const since = (start: number) => Math.round(performance.now() - start)
 
     return {
@@ -102,16 +115,17 @@ export const ChatGatewayLive = Layer.effect(
           return yield* withReservation(ledger, ids, principal, estimate.total, (reservation) =>
             deployment.adapter.complete({ request, upstreamModel: deployment.upstreamModel }).pipe(
               Effect.catchAll(toApiError(deployment)),
-              Effect.flatMap((completion) =>
-                Effect.map(
-                  settle(model, deployment, reservation, fromUsage(completion.usage), {
+              Effect.flatMap((completion) => {
+                const usage = completion.usage ?? countedUsage(request, completion)
+                return Effect.map(
+                  settle(model, deployment, reservation, fromUsage(usage), {
                     model: model.id,
                     outcome: "ok",
                     latencyMs: since(started)
                   }),
-                  (receipt) => ({ completion: { ...completion, id: ids.completion(), model: model.id }, receipt })
+                  (receipt) => ({ completion: { ...completion, id: ids.completion(), model: model.id, usage }, receipt })
                 ).pipe(Effect.uninterruptible)
-              )
+              })
             ))
         }),
 

@@ -7,7 +7,7 @@ import * as Sse from "@effect/experimental/Sse"
 import type { Readable } from "node:stream"
 import { Deferred, Effect, Option, Stream } from "effect"
 import { Agent, type Dispatcher } from "undici"
-import type { ChatChunk, ChatCompletion, FinishReason, ToolCall, ToolCallDelta, Usage } from "../services/Chat.ts"
+import type { ChatChunk, FinishReason, ToolCall, ToolCallDelta, Usage } from "../services/Chat.ts"
 import type { ProviderConfig } from "../services/Config.ts"
 import type { EmbedCall, EmbedResult } from "../services/Embeddings.ts"
 import {
@@ -16,6 +16,7 @@ import {
   type ProviderPlugin,
   registerPlugin,
   type UpstreamCall,
+  type UpstreamCompletion,
   UpstreamFailure
 } from "../services/Providers.ts"
 
@@ -174,17 +175,18 @@ const rejectErrorBody = (json: Json) => {
   }
 }
 
-const completionOf = (u: unknown, fallbackModel: string): ChatCompletion => {
+const completionOf = (u: unknown, fallbackModel: string): UpstreamCompletion => {
   const json = recordOf(u, "completion")
   rejectErrorBody(json)
   const usage = usageOf(json.usage)
-  if (usage === undefined) throw new Malformed("completion has no usage")
+  const choices = arrayOf(json.choices, "choices")
+  if (choices.length === 0) throw new Malformed("completion has no choices")
   return {
     id: stringOr(json.id, "") || fail("completion has no id"),
     object: "chat.completion",
     created: intOr(json.created, nowSeconds()),
     model: stringOr(json.model, fallbackModel),
-    choices: arrayOf(json.choices, "choices").map((c, i) => {
+    choices: choices.map((c, i) => {
       const choice = recordOf(c, "choice")
       const message = recordOf(choice.message, "message")
       return {
@@ -201,7 +203,7 @@ const completionOf = (u: unknown, fallbackModel: string): ChatCompletion => {
         ...(choice.logprobs != null ? { logprobs: choice.logprobs } : {})
       }
     }),
-    usage
+    ...(usage ? { usage } : {})
   }
 }
 

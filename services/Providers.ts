@@ -30,9 +30,14 @@ export interface UpstreamCall {
   readonly upstreamModel: string
 }
 
+/** A whole completion as an upstream gave it: `usage` only when the upstream reported it (else we count). */
+export interface UpstreamCompletion extends Omit<ChatCompletion, "usage"> {
+  readonly usage?: ChatCompletion["usage"] | undefined
+}
+
 export interface ProviderAdapter {
   /** A whole completion. */
-  readonly complete: (call: UpstreamCall) => Effect.Effect<ChatCompletion, UpstreamFailure>
+  readonly complete: (call: UpstreamCall) => Effect.Effect<UpstreamCompletion, UpstreamFailure>
   /**
    * A streamed completion. The effect succeeds once the upstream has accepted
    * the call (so a refusal can still become an HTTP error); closing the scope

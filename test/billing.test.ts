@@ -132,6 +132,33 @@ describe("billing", () => {
     expect(reservation!.status).toBe("released")
   })
 
+  it("bills a JSON completion whose upstream reported no usage on our own token count", async () => {
+    const account = await suite.gateway.account({ credit: "1", scopes: ["chat", "monitoring"] })
+    suite.upstream.behave({
+      raw: {
+        body: JSON.stringify({
+          id: "up-1",
+          object: "chat.completion",
+          created: 1,
+          model: "m",
+          choices: [{ index: 0, message: { role: "assistant", content: "Counted by the gateway itself." }, finish_reason: "stop" }]
+        })
+      }
+    })
+    const response = await chat(account.key, { model: "svc/metered", messages: [{ role: "user", content: "no usage" }] })
+    expect(response.status).toBe(200)
+    const { usage } = response.body
+    expect(usage.prompt_tokens).toBeGreaterThan(0)
+    // o200k_base: "Count", "ed", " by", " the", " gateway", " itself", "."
+    expect(usage.completion_tokens).toBe(7)
+    expect(usage.total_tokens).toBe(usage.prompt_tokens + usage.completion_tokens)
+    const receipt = await suite.gateway.request("GET", `/v1/receipts/${response.headers.get("x-svc-receipt-id")}`, {
+      key: account.key
+    })
+    expect(receipt.body.usage).toEqual({ input_tokens: usage.prompt_tokens, output_tokens: 7 })
+    expect(receipt.body.cost.total_usd).toBe(response.headers.get("x-svc-total-usd"))
+  })
+
   it("bills a stream on its final usage, with the receipt id on the response head", async () => {
     const account = await suite.gateway.account({ credit: "1", scopes: ["chat", "monitoring"] })
     const client = new OpenAI({ apiKey: account.key, baseURL: `${suite.gateway.url}/v1`, maxRetries: 0 })

@@ -33,7 +33,8 @@ const suite = billedSuite((baseUrl) => ({
 const client = (key: string) => new OpenAI({ apiKey: key, baseURL: `${suite.gateway.url}/v1`, maxRetries: 0 })
 const norm = (vector: ReadonlyArray<number>) => Math.sqrt(vector.reduce((sum, x) => sum + x * x, 0))
 const nanos = (usd: string) => BigInt(usd.replace(".", ""))
-const embed = (key: string, body: unknown) => suite.gateway.request("POST", "/v1/embeddings", { key, body })
+const embed = (key: string, body: unknown, headers: Record<string, string> = {}) =>
+  suite.gateway.request("POST", "/v1/embeddings", { key, body, headers })
 
 describe("POST /v1/embeddings", () => {
   it("embeds one input with the official client, bills it and keeps a receipt", async () => {
@@ -170,5 +171,33 @@ describe("POST /v1/embeddings", () => {
     expect((await embed(account.key, { model: "svc/remote-embed", input: "x" })).status).toBe(400)
     const balance = (await suite.gateway.request("GET", `/v1/admin/accounts/${account.id}`)).body
     expect(balance).toMatchObject({ balance_usd: "1.000000000", reserved_usd: "0.000000000" })
+  })
+
+  it("answers a retry with the same Idempotency-Key with the first response, billed once", async () => {
+    const account = await suite.gateway.account({ credit: "1" })
+    const body = { model: "svc/embed", input: ["once", "only"] }
+    const headers = { "idempotency-key": "embed-retry-1" }
+    const first = await embed(account.key, body, headers)
+    expect(first.status).toBe(200)
+    expect(first.headers.get("idempotent-replayed")).toBeNull()
+    const retry = await embed(account.key, body, headers)
+    expect(retry.status).toBe(200)
+    expect(retry.headers.get("idempotent-replayed")).toBe("true")
+    expect(retry.text).toBe(first.text)
+    expect(retry.headers.get("x-svc-receipt-id")).toBe(first.headers.get("x-svc-receipt-id"))
+    const receipts = await suite.gateway.query("SELECT id FROM receipts WHERE account_id = $1", [account.id])
+    expect(receipts).toHaveLength(1)
+
+    // The same key with another body, or on another endpoint, is a conflict and bills nothing.
+    const other = await embed(account.key, { ...body, input: ["different"] }, headers)
+    expect(other.status).toBe(409)
+    expect(other.body.error.code).toBe("idempotency_conflict")
+    const chat = await suite.gateway.request("POST", "/v1/chat/completions", {
+      key: account.key,
+      body: { model: "svc/swift", messages: [{ role: "user", content: "hi" }] },
+      headers
+    })
+    expect(chat.status).toBe(409)
+    expect(await suite.gateway.query("SELECT id FROM receipts WHERE account_id = $1", [account.id])).toHaveLength(1)
   })
 })

@@ -26,8 +26,13 @@ type Body = Partial<ChatRequest> & Pick<ChatRequest, "messages">
 const provider = { id: "sandbox", plugin: "sandbox", timeoutMs: 60_000, deployments: [] }
 const adapter = plugin.make(provider, {}).pipe(Effect.scoped)
 const call = (request: Body) => ({ request: { model: "svc/sandbox", ...request }, upstreamModel: MODEL })
+/** The sandbox always reports usage (billing relies on it when it serves). */
 const complete = (request: Body) =>
-  Effect.flatMap(adapter, (a) => a.complete(call(request)))
+  Effect.flatMap(adapter, (a) => a.complete(call(request))).pipe(
+    Effect.flatMap(({ usage, ...completion }): Effect.Effect<ChatCompletion> =>
+      usage === undefined ? Effect.dieMessage("the sandbox reported no usage") : Effect.succeed({ ...completion, usage })
+    )
+  )
 const streamed = (request: Body) =>
   Effect.flatMap(adapter, (a) => a.stream(call(request))).pipe(
     Effect.flatMap(Stream.runCollect),

@@ -4,22 +4,16 @@
  * `x-svc-margin-usd` and `x-svc-total-usd`.
  */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
-import { Schema } from "effect"
 import { Wire } from "../../services/ApiError.ts"
 import { ChatCompletion, ChatRequest } from "../../services/Chat.ts"
+import { IdempotencyHeaders } from "./IdempotencyHeader.ts"
 import { ChatScope } from "./Security.ts"
 
 export class ChatGroup extends HttpApiGroup.make("chat")
   .add(
     HttpApiEndpoint.post("createChatCompletion", "/v1/chat/completions")
       .setPayload(ChatRequest)
-      .setHeaders(Schema.Struct({
-        "idempotency-key": Schema.optional(
-          Schema.String.pipe(Schema.minLength(1), Schema.maxLength(255)).annotations({
-            description: "A retry with the same key and body returns the first response and is billed once"
-          })
-        )
-      }))
+      .setHeaders(IdempotencyHeaders)
       .addSuccess(ChatCompletion)
       .addError(Wire.InsufficientFunds)
       .addError(Wire.Conflict)

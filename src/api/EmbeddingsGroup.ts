@@ -5,14 +5,17 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Wire } from "../../services/ApiError.ts"
 import { EmbeddingsRequest, EmbeddingsResponse } from "../../services/Embeddings.ts"
+import { IdempotencyHeaders } from "./IdempotencyHeader.ts"
 import { ChatScope } from "./Security.ts"
 
 export class EmbeddingsGroup extends HttpApiGroup.make("embeddings")
   .add(
     HttpApiEndpoint.post("createEmbeddings", "/v1/embeddings")
       .setPayload(EmbeddingsRequest)
+      .setHeaders(IdempotencyHeaders)
       .addSuccess(EmbeddingsResponse)
       .addError(Wire.InsufficientFunds)
+      .addError(Wire.Conflict)
       .addError(Wire.UpstreamError)
       .addError(Wire.UpstreamTimeout)
   )

@@ -1,18 +1,14 @@
 /** Chat completions: shape translation only; the gateway and idempotency services do the work. */
-import { createHash } from "node:crypto"
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect, Exit, Stream } from "effect"
-import type { ChatChunk, ChatRequest } from "../../services/Chat.ts"
+import type { ChatChunk } from "../../services/Chat.ts"
 import { ChatGateway } from "../../services/ChatGateway.ts"
-import { Idempotency, type IdempotencyKey, once, type StoredResponse } from "../../services/Idempotency.ts"
+import { Idempotency, type IdempotencyKey, type StoredResponse } from "../../services/Idempotency.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentPrincipal } from "../api/Security.ts"
 import { billingHeaders } from "../http/billingHeaders.ts"
+import { idempotencyKeyOf, jsonOnce, REPLAYED } from "../http/idempotent.ts"
 import { sseResponse } from "../http/Sse.ts"
-
-const REPLAYED = { "idempotent-replayed": "true" }
-
-const sha256 = (request: ChatRequest) => createHash("sha256").update(JSON.stringify(request)).digest()
 
 /** A kept stream is the chunks its caller received. */
 interface StoredStream {
@@ -42,12 +38,7 @@ export const ChatHandlers = HttpApiBuilder.group(Api, "chat", (handlers) =>
     return handlers.handle("createChatCompletion", ({ headers, payload }) =>
       Effect.gen(function*() {
         const principal = yield* CurrentPrincipal
-        const key: IdempotencyKey | undefined = headers["idempotency-key"] === undefined ? undefined : {
-          // Chat keys always belong to an account.
-          accountId: principal.accountId!,
-          key: headers["idempotency-key"],
-          requestSha256: sha256(payload)
-        }
+        const key = idempotencyKeyOf(principal, headers["idempotency-key"], "/v1/chat/completions", payload)
 
         if (payload.stream === true) {
           const stored = key === undefined ? undefined : yield* idempotency.claim(key)
@@ -68,15 +59,6 @@ export const ChatHandlers = HttpApiBuilder.group(Api, "chat", (handlers) =>
           headers: billingHeaders(receipt),
           body: completion as unknown
         }))
-        if (key === undefined) {
-          const { body, headers: billing } = yield* complete
-          // Built without a second Schema pass: the gateway already returns the wire shape.
-          return HttpServerResponse.unsafeJson(body, { headers: billing })
-        }
-        const { replayed, response } = yield* once(key, complete).pipe(Effect.provideService(Idempotency, idempotency))
-        return HttpServerResponse.unsafeJson(response.body, {
-          status: response.status,
-          headers: replayed ? { ...response.headers, ...REPLAYED } : response.headers
-        })
+        return yield* jsonOnce(key, complete).pipe(Effect.provideService(Idempotency, idempotency))
       }))
   }))

@@ -1,17 +1,26 @@
-/** Embeddings: shape translation only; the gateway does the work. */
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+/** Embeddings: shape translation only; the gateway and idempotency services do the work. */
+import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { EmbeddingsGateway } from "../../services/EmbeddingsGateway.ts"
+import { Idempotency } from "../../services/Idempotency.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentPrincipal } from "../api/Security.ts"
 import { billingHeaders } from "../http/billingHeaders.ts"
+import { idempotencyKeyOf, jsonOnce } from "../http/idempotent.ts"
 
 export const EmbeddingsHandlers = HttpApiBuilder.group(Api, "embeddings", (handlers) =>
-  Effect.map(EmbeddingsGateway, (gateway) =>
-    handlers.handle("createEmbeddings", ({ payload }) =>
+  Effect.gen(function*() {
+    const gateway = yield* EmbeddingsGateway
+    const idempotency = yield* Idempotency
+    return handlers.handle("createEmbeddings", ({ headers, payload }) =>
       Effect.gen(function*() {
         const principal = yield* CurrentPrincipal
-        const { receipt, response } = yield* gateway.embed(payload, principal)
-        // Built without a second Schema pass: the gateway already returns the wire shape.
-        return HttpServerResponse.unsafeJson(response, { headers: billingHeaders(receipt) })
-      }))))
+        const key = idempotencyKeyOf(principal, headers["idempotency-key"], "/v1/embeddings", payload)
+        const embed = Effect.map(gateway.embed(payload, principal), ({ receipt, response }) => ({
+          status: 200,
+          headers: billingHeaders(receipt),
+          body: response as unknown
+        }))
+        return yield* jsonOnce(key, embed).pipe(Effect.provideService(Idempotency, idempotency))
+      }))
+  }))

@@ -1,0 +1,39 @@
+/** `Idempotency-Key` at the HTTP edge: the key of a billable request, and its JSON responses made once per key. */
+import { createHash } from "node:crypto"
+import { HttpServerResponse } from "@effect/platform"
+import { Effect } from "effect"
+import type { Principal } from "../../services/ApiKeys.ts"
+import { type IdempotencyKey, once, type StoredResponse } from "../../services/Idempotency.ts"
+
+/** The key of a billable request: the caller's account, the header, and a hash of what was asked. */
+export const idempotencyKeyOf = (
+  principal: Principal,
+  header: string | undefined,
+  endpoint: string,
+  payload: unknown
+): IdempotencyKey | undefined =>
+  header === undefined ? undefined : {
+    // Keys of the billable scopes always belong to an account.
+    accountId: principal.accountId!,
+    key: header,
+    // The endpoint is part of the request: one key reused on another endpoint is a conflict.
+    requestSha256: createHash("sha256").update(endpoint).update("\n").update(JSON.stringify(payload)).digest()
+  }
+
+/** Marks a response that is the kept first response of its key. */
+export const REPLAYED = { "idempotent-replayed": "true" } as const
+
+/**
+ * A JSON response made at most once per key: without a key `run` just runs; with one, a retry
+ * gets the kept first response.
+ */
+export const jsonOnce = <E, R>(key: IdempotencyKey | undefined, run: Effect.Effect<StoredResponse, E, R>) =>
+  key === undefined
+    ? Effect.map(run, (response) =>
+      // Built without a second Schema pass: the gateways already return the wire shape.
+      HttpServerResponse.unsafeJson(response.body, { status: response.status, headers: response.headers }))
+    : Effect.map(once(key, run), ({ replayed, response }) =>
+      HttpServerResponse.unsafeJson(response.body, {
+        status: response.status,
+        headers: replayed ? { ...response.headers, ...REPLAYED } : response.headers
+      }))
