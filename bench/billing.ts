@@ -16,7 +16,7 @@
  *
  * Each gateway process also counts its own PostgreSQL traffic (pg's
  * `Client.query` and `Pool.connect` are wrapped: statements, their wall time,
- * pool waits, and how long a settlement holds the account row), and the
+ * pool waits, statements by kind), and the
  * parent samples `pg_stat_activity` and PostgreSQL's CPU time (/proc), so the
  * table says where a billed call's extra time goes.
  * BENCH_CPU_PROF=<dir> writes a `--cpu-prof` profile of the billed process.
@@ -106,9 +106,6 @@ interface DbCounters {
   queryMs: number
   connects: number
   connectWaitMs: number
-  /** Settlements' account-row hold: from sending `UPDATE accounts` to COMMIT's answer. */
-  settleHolds: number
-  settleHoldMs: number
   byKind: Record<string, { n: number; ms: number }>
 }
 
@@ -117,25 +114,19 @@ const counters: DbCounters = {
   queryMs: 0,
   connects: 0,
   connectWaitMs: 0,
-  settleHolds: 0,
-  settleHoldMs: 0,
   byKind: {}
 }
 
 const kindOf = (text: string) => {
   const t = text.replace(/\s+/g, " ").trim()
-  if (/^WITH held AS/i.test(t)) return "reserve (1 stmt)"
-  if (/^WITH closed AS/i.test(t)) return "settle (1 stmt)"
-  if (/^WITH settled AS/i.test(t)) return "settle after the sweeper (fallback)"
-  if (/^UPDATE reservations SET status = 'settled'/i.test(t)) return "settle: close reservation"
-  if (/^UPDATE accounts SET balance_usd/i.test(t)) return "settle: charge account"
-  if (/^WITH receipt AS/i.test(t)) return "settle: receipt+entry+events"
+  if (/^WITH RECURSIVE input AS/i.test(t)) return "reserve batch (1 stmt)"
+  if (/^WITH input AS/i.test(t)) return "settle batch (1 stmt)"
+  if (/^WITH reopened AS/i.test(t)) return "settle after the sweeper (fallback)"
   if (/^SELECT \* FROM api_keys/i.test(t)) return "auth: key lookup"
   return t.split(" ").slice(0, 3).join(" ")
 }
 
 const instrumentPg = () => {
-  const holdStart = new WeakMap<object, number>()
   const query = pg.Client.prototype.query as (...args: Array<any>) => any
   pg.Client.prototype.query = function(this: object, ...args: Array<any>) {
     const callback = args[args.length - 1]
@@ -143,7 +134,6 @@ const instrumentPg = () => {
     if (typeof callback !== "function" || text === "") return query.apply(this, args)
     const kind = kindOf(text)
     const t0 = performance.now()
-    if (kind === "settle: charge account") holdStart.set(this, t0)
     args[args.length - 1] = (...result: Array<unknown>) => {
       const t1 = performance.now()
       counters.queries += 1
@@ -151,14 +141,6 @@ const instrumentPg = () => {
       const entry = (counters.byKind[kind] ??= { n: 0, ms: 0 })
       entry.n += 1
       entry.ms += t1 - t0
-      if (kind === "COMMIT" || kind === "ROLLBACK") {
-        const start = holdStart.get(this)
-        if (start !== undefined) {
-          holdStart.delete(this)
-          counters.settleHolds += 1
-          counters.settleHoldMs += t1 - start
-        }
-      }
       return callback(...result)
     }
     return query.apply(this, args)
@@ -377,7 +359,6 @@ const main = async () => {
       }
       const mean = (f: (s: (typeof activity.samples)[number]) => number) =>
         activity.samples.reduce((sum, s) => sum + f(s), 0) / Math.max(1, activity.samples.length)
-      const holds = after.db.settleHolds - before.db.settleHolds
       return {
         ...result,
         cpuPerRequest: (after.cpuMicros - before.cpuMicros) / n,
@@ -386,7 +367,6 @@ const main = async () => {
         dbMsPerRequest: (after.db.queryMs - before.db.queryMs) / n,
         connectsPerRequest: (after.db.connects - before.db.connects) / n,
         connectWaitMsPerRequest: (after.db.connectWaitMs - before.db.connectWaitMs) / n,
-        settleHoldMs: holds === 0 ? 0 : (after.db.settleHoldMs - before.db.settleHoldMs) / holds,
         byKind,
         active: mean((s) => s.active),
         idleInTx: mean((s) => s.idleInTx),
@@ -468,9 +448,6 @@ const main = async () => {
       } · ${f2(med(runs.billed, (m) => m.connectWaitMsPerRequest))} | ${
         f2(med(runs.unbilled, (m) => m.connectsPerRequest))
       } · ${f2(med(runs.unbilled, (m) => m.connectWaitMsPerRequest))} |`,
-      `| settlement transaction's hold of the account row, ms (UPDATE accounts → COMMIT answered) | ${
-        runs.billed.every((m) => m.settleHoldMs === 0) ? "– (no multi-statement settlement)" : f2(med(runs.billed, (m) => m.settleHoldMs))
-      } | – |`,
       `| backends active · idle in transaction · waiting on a lock · on WAL (mean of 100 ms samples) | ${
         [f1(med(runs.billed, (m) => m.active)), f1(med(runs.billed, (m) => m.idleInTx)), f1(med(runs.billed, (m) => m.lockWait)), f1(med(runs.billed, (m) => m.walWait))].join(" · ")
       } | ${
