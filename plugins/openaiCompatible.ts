@@ -3,25 +3,20 @@
  * embeddings) wire format (OpenAI, vLLM, Ollama, llama.cpp, ...). Responses are rebuilt from known
  * fields only, so nothing upstream-specific reaches our callers.
  */
-import * as Sse from "@effect/experimental/Sse"
-import type { Readable } from "node:stream"
-import { Deferred, Effect, Option, Stream } from "effect"
-import { Agent, type Dispatcher } from "undici"
+import { Effect } from "effect"
 import type { ChatChunk, FinishReason, ToolCall, ToolCallDelta, Usage } from "../services/Chat.ts"
 import type { ProviderConfig } from "../services/Config.ts"
 import type { EmbedCall, EmbedResult } from "../services/Embeddings.ts"
 import {
   type ProviderAdapter,
-  ProviderConfigError,
   type ProviderPlugin,
   registerPlugin,
   type UpstreamCall,
-  type UpstreamCompletion,
-  UpstreamFailure
+  type UpstreamCompletion
 } from "../services/Providers.ts"
-
-type Json = Record<string, unknown>
-type ResponseData = Dispatcher.ResponseData
+import { arrayOf, fail, intOr, isRecord, type Json, Malformed, nowSeconds, protocolFailureOf, recordOf, stringOr } from "./support/json.ts"
+import { type SseEvent, sseStream, type Translation } from "./support/sse.ts"
+import { apiKeyOf, baseUrlOf, makeUpstreamHttp } from "./support/upstreamHttp.ts"
 
 // ---- request -------------------------------------------------------------
 
@@ -34,84 +29,7 @@ const upstreamBody = (call: UpstreamCall, streaming: boolean): Json => {
     : { ...passThrough, model: call.upstreamModel }
 }
 
-const endpointOf = (baseUrl: string | undefined) => {
-  if (baseUrl === undefined) {
-    return Effect.fail(new ProviderConfigError({ field: "baseUrl", reason: "the openai-compatible plugin needs a baseUrl" }))
-  }
-  return Effect.try({
-    try: () => {
-      const url = new URL(baseUrl)
-      const base = url.pathname.replace(/\/+$/, "")
-      return { origin: url.origin, path: `${base}/chat/completions`, embeddingsPath: `${base}/embeddings` }
-    },
-    catch: () => new ProviderConfigError({ field: "baseUrl", reason: `not a valid URL: ${baseUrl}` })
-  })
-}
-
-const apiKeyOf = (apiKeyEnv: string | undefined, env: Readonly<Record<string, string | undefined>>) => {
-  if (apiKeyEnv === undefined) return Effect.succeed(undefined)
-  const key = env[apiKeyEnv]
-  return key
-    ? Effect.succeed(key)
-    : Effect.fail(new ProviderConfigError({ field: "apiKeyEnv", reason: `environment variable ${apiKeyEnv} is not set` }))
-}
-
-// ---- failures ------------------------------------------------------------
-
-const timeoutCodes = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT", "UND_ERR_CONNECT_TIMEOUT", "ETIMEDOUT"])
-
-const failureOf = (error: unknown): UpstreamFailure => {
-  const code = typeof error === "object" && error !== null ? (error as { code?: unknown }).code : undefined
-  const detail = `${error instanceof Error ? error.message : String(error)}${typeof code === "string" ? ` (${code})` : ""}`
-  return new UpstreamFailure({ kind: typeof code === "string" && timeoutCodes.has(code) ? "timeout" : "connection", detail })
-}
-
-const protocolFailure = (detail: string) => new UpstreamFailure({ kind: "protocol", detail })
-
-/** Reads a bounded prefix of an error body; never fails. */
-const snippetOf = async (body: AsyncIterable<Uint8Array>): Promise<string> => {
-  const decoder = new TextDecoder()
-  let text = ""
-  try {
-    for await (const bytes of body) {
-      text += decoder.decode(bytes, { stream: true })
-      if (text.length > 4096) break
-    }
-  } catch {
-    // The status is what matters; a broken error body adds nothing.
-  }
-  return text.replace(/\s+/g, " ").trim().slice(0, 200)
-}
-
-const statusFailure = (response: ResponseData) =>
-  Effect.promise(() => snippetOf(response.body)).pipe(
-    Effect.flatMap((snippet) =>
-      new UpstreamFailure({
-        kind: "status",
-        status: response.statusCode,
-        detail: `upstream answered ${response.statusCode}${snippet ? `: ${snippet}` : ""}`
-      })
-    )
-  )
-
 // ---- response normalisation (plain field picking: this is the hot path) --
-
-class Malformed extends Error {}
-
-const isRecord = (u: unknown): u is Json => typeof u === "object" && u !== null && !Array.isArray(u)
-
-const recordOf = (u: unknown, what: string): Json => {
-  if (isRecord(u)) return u
-  throw new Malformed(`${what} is not an object`)
-}
-
-const arrayOf = (u: unknown, what: string): Array<unknown> => {
-  if (Array.isArray(u)) return u
-  throw new Malformed(`${what} is not an array`)
-}
-
-const stringOr = <A>(u: unknown, fallback: A): string | A => (typeof u === "string" ? u : fallback)
-const intOr = (u: unknown, fallback: number): number => (Number.isInteger(u) ? (u as number) : fallback)
 
 const finishReasonOf = (u: unknown): FinishReason | null => {
   switch (u) {
@@ -164,8 +82,6 @@ const toolCallDeltaOf = (u: unknown, i: number): ToolCallDelta => {
   }
   return delta
 }
-
-const nowSeconds = () => Math.floor(Date.now() / 1000)
 
 /** Throws if the body is an upstream error report rather than a completion. */
 const rejectErrorBody = (json: Json) => {
@@ -269,93 +185,24 @@ const embeddingsOf = (u: unknown, inputs: number): EmbedResult => {
   return { embeddings, promptTokens: usage.prompt_tokens as number }
 }
 
-const fail = (reason: string): never => {
-  throw new Malformed(reason)
-}
-
-const protocolFailureOf = (error: unknown) =>
-  protocolFailure(error instanceof Malformed ? error.message : `invalid JSON from upstream: ${String(error)}`)
-
 // ---- SSE -----------------------------------------------------------------
 
-/**
- * The response body as a stream. Releasing destroys the body at once:
- * `fromAsyncIterable` would await `return()`, which queues behind a pending read.
- */
-const bodyBytes = (body: Readable): Stream.Stream<Uint8Array, UpstreamFailure> =>
-  Stream.unwrapScoped(Effect.map(
-    Effect.acquireRelease(Effect.sync(() => body[Symbol.asyncIterator]()), () => Effect.sync(() => body.destroy())),
-    (iterator) =>
-      Stream.repeatEffectOption(
-        Effect.tryPromise({ try: () => iterator.next(), catch: (error) => Option.some(failureOf(error)) }).pipe(
-          Effect.flatMap((next) => (next.done ? Effect.fail(Option.none()) : Effect.succeed(next.value as Uint8Array)))
-        )
-      )
-  ))
-
-/** How long to let the response end after `[DONE]`, so its connection stays reusable. */
-const drainAfterDone = "250 millis"
-
-/** Chat chunks from an SSE body; one parser per stream, ends at `data: [DONE]`. */
-const sseChunks = (body: Readable, fallbackModel: string): Stream.Stream<ChatChunk, UpstreamFailure> =>
-  Stream.unwrap(Effect.map(Deferred.make<void>(), (sawDone) => {
-    const decoder = new TextDecoder()
-    let frames: Array<Sse.Event> = []
-    let done = false
-    // The parser, not `Sse.makeChannel`: the channel dies on oversized events and sleeps on `retry:`.
-    const parser = Sse.makeParser((event) => {
-      if (event._tag === "Event") frames.push(event)
-    })
-    const feed = (bytes: Uint8Array): Effect.Effect<Array<ChatChunk>, UpstreamFailure> => {
-      if (done) return Effect.succeed([])
-      const tooLarge = parser.feed(decoder.decode(bytes, { stream: true }))
-      if (tooLarge) return Effect.fail(protocolFailure(tooLarge.message))
-      const out: Array<ChatChunk> = []
-      try {
-        for (const frame of frames) {
-          if (frame.event === "error") throw new Malformed(`upstream error event: ${frame.data.slice(0, 200)}`)
-          // Empty data frames are keep-alives; named events are not chat chunks.
-          if (frame.event !== "message" || frame.data === "") continue
-          if (frame.data === "[DONE]") {
-            done = true
-            break
-          }
-          out.push(chunkOf(JSON.parse(frame.data), fallbackModel))
-        }
-      } catch (error) {
-        return Effect.fail(protocolFailureOf(error))
-      } finally {
-        frames = []
-      }
-      return done ? Effect.as(Deferred.succeed(sawDone, undefined), out) : Effect.succeed(out)
-    }
-    // After [DONE] the body is read to its end (bounded) rather than destroyed.
-    return bodyBytes(body).pipe(
-      Stream.interruptWhen(Effect.zipRight(Deferred.await(sawDone), Effect.sleep(drainAfterDone))),
-      Stream.catchAll((failure) => (done ? Stream.empty : Stream.fail(failure))),
-      Stream.mapConcatEffect(feed),
-      Stream.concat(Stream.suspend(() => done ? Stream.empty : Stream.fail(protocolFailure("upstream stream ended before [DONE]"))))
-    )
-  }))
+/** Chat chunks from OpenAI's SSE events; the stream is complete at `data: [DONE]`. */
+const translateEvent = (fallbackModel: string) => (event: SseEvent): Translation<ChatChunk> => {
+  if (event.event === "error") throw new Malformed(`upstream error event: ${event.data.slice(0, 200)}`)
+  // Empty data frames are keep-alives; named events are not chat chunks.
+  if (event.event !== "message" || event.data === "") return { out: [], done: false }
+  if (event.data === "[DONE]") return { out: [], done: true }
+  return { out: [chunkOf(JSON.parse(event.data), fallbackModel)], done: false }
+}
 
 // ---- adapter -------------------------------------------------------------
 
 const make = (provider: ProviderConfig, env: Readonly<Record<string, string | undefined>>) =>
   Effect.gen(function*() {
-    const { embeddingsPath, origin, path } = yield* endpointOf(provider.baseUrl)
-    const apiKey = yield* apiKeyOf(provider.apiKeyEnv, env)
-    const agent = yield* Effect.acquireRelease(
-      Effect.sync(() =>
-        new Agent({
-          keepAliveTimeout: 30_000,
-          connect: { timeout: provider.timeoutMs },
-          headersTimeout: provider.timeoutMs,
-          bodyTimeout: provider.timeoutMs
-        })
-      ),
-      // Requests still running belong to scopes that are closing too.
-      (agent) => Effect.promise(() => agent.destroy().catch(() => undefined))
-    )
+    const { basePath, origin } = yield* baseUrlOf(provider, "openai-compatible")
+    const apiKey = yield* apiKeyOf(provider, env)
+    const http = yield* makeUpstreamHttp(origin, provider.timeoutMs)
     const headersFor = (accept: string): Record<string, string> => ({
       "content-type": "application/json",
       accept,
@@ -363,28 +210,13 @@ const make = (provider: ProviderConfig, env: Readonly<Record<string, string | un
     })
     const jsonHeaders = headersFor("application/json")
     const sseHeaders = headersFor("text/event-stream")
-
-    /** Sends the call; the upstream request is aborted when the scope closes. */
-    const post = (body: Json, headers: Record<string, string>, to: string = path) =>
-      Effect.gen(function*() {
-        const controller = yield* Effect.acquireRelease(
-          Effect.sync(() => new AbortController()),
-          (controller) => Effect.sync(() => controller.abort())
-        )
-        const response = yield* Effect.tryPromise({
-          try: () =>
-            agent.request({ origin, path: to, method: "POST", headers, body: JSON.stringify(body), signal: controller.signal }),
-          catch: failureOf
-        })
-        if (response.statusCode < 200 || response.statusCode >= 300) return yield* statusFailure(response)
-        return response
-      })
+    const chatPath = `${basePath}/chat/completions`
 
     const complete: ProviderAdapter["complete"] = (call) =>
       Effect.scoped(
         Effect.gen(function*() {
-          const response = yield* post(upstreamBody(call, false), jsonHeaders)
-          const text = yield* Effect.tryPromise({ try: () => response.body.text(), catch: failureOf })
+          const response = yield* http.post(chatPath, upstreamBody(call, false), jsonHeaders)
+          const text = yield* http.text(response)
           return yield* Effect.try({
             try: () => completionOf(JSON.parse(text), call.upstreamModel),
             catch: protocolFailureOf
@@ -393,15 +225,15 @@ const make = (provider: ProviderConfig, env: Readonly<Record<string, string | un
       )
 
     const stream: ProviderAdapter["stream"] = (call) =>
-      post(upstreamBody(call, true), sseHeaders).pipe(
-        Effect.map((response) => sseChunks(response.body, call.upstreamModel))
+      http.post(chatPath, upstreamBody(call, true), sseHeaders).pipe(
+        Effect.map((response) => sseStream(response.body, translateEvent(call.upstreamModel), { endMarker: true }))
       )
 
     const embed: NonNullable<ProviderAdapter["embed"]> = (call) =>
       Effect.scoped(
         Effect.gen(function*() {
-          const response = yield* post(embeddingsBody(call), jsonHeaders, embeddingsPath)
-          const text = yield* Effect.tryPromise({ try: () => response.body.text(), catch: failureOf })
+          const response = yield* http.post(`${basePath}/embeddings`, embeddingsBody(call), jsonHeaders)
+          const text = yield* http.text(response)
           return yield* Effect.try({
             try: () => embeddingsOf(JSON.parse(text), call.input.length),
             catch: protocolFailureOf

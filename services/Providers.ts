@@ -14,6 +14,8 @@ export class UpstreamFailure extends Data.TaggedError("UpstreamFailure")<{
   readonly kind: "timeout" | "connection" | "status" | "protocol"
   /** Upstream HTTP status, when it answered with one. */
   readonly status?: number
+  /** The upstream's `Retry-After`, in seconds, when it sent one (429, 503). */
+  readonly retryAfterSeconds?: number
   readonly detail: string
 }> {}
 

@@ -1,0 +1,31 @@
+/**
+ * Picking fields out of an upstream's JSON by hand (the hot path: no Schema
+ * pass). A shape we cannot use throws `Malformed`, which adapters turn into a
+ * `protocol` failure with `protocolFailureOf`.
+ */
+import { UpstreamFailure } from "../../services/Providers.ts"
+
+export type Json = Record<string, unknown>
+
+export class Malformed extends Error {}
+
+export const fail = (reason: string): never => {
+  throw new Malformed(reason)
+}
+
+export const isRecord = (u: unknown): u is Json => typeof u === "object" && u !== null && !Array.isArray(u)
+
+export const recordOf = (u: unknown, what: string): Json => (isRecord(u) ? u : fail(`${what} is not an object`))
+
+export const arrayOf = (u: unknown, what: string): Array<unknown> => (Array.isArray(u) ? u : fail(`${what} is not an array`))
+
+export const stringOr = <A>(u: unknown, fallback: A): string | A => (typeof u === "string" ? u : fallback)
+
+export const intOr = (u: unknown, fallback: number): number => (Number.isInteger(u) ? (u as number) : fallback)
+
+export const protocolFailure = (detail: string) => new UpstreamFailure({ kind: "protocol", detail })
+
+export const protocolFailureOf = (error: unknown) =>
+  protocolFailure(error instanceof Malformed ? error.message : `invalid JSON from upstream: ${String(error)}`)
+
+export const nowSeconds = () => Math.floor(Date.now() / 1000)

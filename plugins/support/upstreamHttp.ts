@@ -1,0 +1,130 @@
+/**
+ * What every HTTP provider plugin shares: one undici connection pool per
+ * provider with the configured timeouts, POSTs that are aborted when their
+ * scope closes, and the mapping of transport errors and non-2xx answers to
+ * `UpstreamFailure` (with `Retry-After` kept for the router).
+ */
+import { Effect, type Scope } from "effect"
+import { Agent, type Dispatcher } from "undici"
+import type { ProviderConfig } from "../../services/Config.ts"
+import { ProviderConfigError, UpstreamFailure } from "../../services/Providers.ts"
+
+export type ResponseData = Dispatcher.ResponseData
+
+const timeoutCodes = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT", "UND_ERR_CONNECT_TIMEOUT", "ETIMEDOUT"])
+
+/** A transport error (no answer, or the answer broke off) as a failure. */
+export const failureOf = (error: unknown): UpstreamFailure => {
+  const code = typeof error === "object" && error !== null ? (error as { code?: unknown }).code : undefined
+  const detail = `${error instanceof Error ? error.message : String(error)}${typeof code === "string" ? ` (${code})` : ""}`
+  return new UpstreamFailure({ kind: typeof code === "string" && timeoutCodes.has(code) ? "timeout" : "connection", detail })
+}
+
+/** Reads a bounded prefix of an error body; never fails. */
+const snippetOf = async (body: AsyncIterable<Uint8Array>): Promise<string> => {
+  const decoder = new TextDecoder()
+  let text = ""
+  try {
+    for await (const bytes of body) {
+      text += decoder.decode(bytes, { stream: true })
+      if (text.length > 4096) break
+    }
+  } catch {
+    // The status is what matters; a broken error body adds nothing.
+  }
+  return text.replace(/\s+/g, " ").trim().slice(0, 200)
+}
+
+/** `Retry-After` in seconds (delta-seconds or an HTTP date), when present and sane. */
+export const retryAfterSeconds = (header: string | ReadonlyArray<string> | undefined, now = Date.now()) => {
+  const value = Array.isArray(header) ? header[0] : header
+  if (typeof value !== "string" || value.trim() === "") return undefined
+  const seconds = /^\d+(\.\d+)?$/.test(value.trim()) ? Number(value) : (Date.parse(value) - now) / 1000
+  return Number.isFinite(seconds) ? Math.max(0, seconds) : undefined
+}
+
+/** A non-2xx answer as a failure. */
+export const statusFailure = (response: ResponseData) =>
+  Effect.promise(() => snippetOf(response.body)).pipe(
+    Effect.flatMap((snippet) => {
+      const retryAfter = retryAfterSeconds(response.headers["retry-after"])
+      return new UpstreamFailure({
+        kind: "status",
+        status: response.statusCode,
+        detail: `upstream answered ${response.statusCode}${snippet ? `: ${snippet}` : ""}`,
+        ...(retryAfter !== undefined ? { retryAfterSeconds: retryAfter } : {})
+      })
+    })
+  )
+
+/** `baseUrl` split for undici: the origin, and the path prefix without a trailing slash. */
+export const baseUrlOf = (provider: ProviderConfig, plugin: string, fallback?: string) => {
+  const baseUrl = provider.baseUrl ?? fallback
+  if (baseUrl === undefined) {
+    return Effect.fail(new ProviderConfigError({ field: "baseUrl", reason: `the ${plugin} plugin needs a baseUrl` }))
+  }
+  return Effect.try({
+    try: () => {
+      const url = new URL(baseUrl)
+      return { origin: url.origin, basePath: url.pathname.replace(/\/+$/, "") }
+    },
+    catch: () => new ProviderConfigError({ field: "baseUrl", reason: `not a valid URL: ${baseUrl}` })
+  })
+}
+
+/** The provider's key from the environment variable its config names (none when it names none). */
+export const apiKeyOf = (provider: ProviderConfig, env: Readonly<Record<string, string | undefined>>) => {
+  if (provider.apiKeyEnv === undefined) return Effect.succeed(undefined)
+  const key = env[provider.apiKeyEnv]
+  return key ? Effect.succeed(key) : Effect.fail(
+    new ProviderConfigError({ field: "apiKeyEnv", reason: `environment variable ${provider.apiKeyEnv} is not set` })
+  )
+}
+
+export interface UpstreamHttp {
+  /**
+   * POSTs JSON to `path` on `origin`; fails on transport errors and non-2xx answers. The request
+   * is aborted when the scope closes.
+   */
+  readonly post: (
+    path: string,
+    body: unknown,
+    headers: Record<string, string>
+  ) => Effect.Effect<ResponseData, UpstreamFailure, Scope.Scope>
+  /** Reads a whole 2xx body as text. */
+  readonly text: (response: ResponseData) => Effect.Effect<string, UpstreamFailure>
+}
+
+/** One connection pool for a provider, closed with the scope. */
+export const makeUpstreamHttp = (origin: string, timeoutMs: number): Effect.Effect<UpstreamHttp, never, Scope.Scope> =>
+  Effect.map(
+    Effect.acquireRelease(
+      Effect.sync(() =>
+        new Agent({
+          keepAliveTimeout: 30_000,
+          connect: { timeout: timeoutMs },
+          headersTimeout: timeoutMs,
+          bodyTimeout: timeoutMs
+        })
+      ),
+      // Requests still running belong to scopes that are closing too.
+      (agent) => Effect.promise(() => agent.destroy().catch(() => undefined))
+    ),
+    (agent) => ({
+      post: (path, body, headers) =>
+        Effect.gen(function*() {
+          const controller = yield* Effect.acquireRelease(
+            Effect.sync(() => new AbortController()),
+            (controller) => Effect.sync(() => controller.abort())
+          )
+          const response = yield* Effect.tryPromise({
+            try: () =>
+              agent.request({ origin, path, method: "POST", headers, body: JSON.stringify(body), signal: controller.signal }),
+            catch: failureOf
+          })
+          if (response.statusCode < 200 || response.statusCode >= 300) return yield* statusFailure(response)
+          return response
+        }),
+      text: (response) => Effect.tryPromise({ try: () => response.body.text(), catch: failureOf })
+    })
+  )
