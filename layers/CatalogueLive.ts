@@ -102,12 +102,15 @@ export const CatalogueLive = Layer.scoped(
         }
         const list = deployments.get(deployment.model) ?? []
         list.push({
+          // Stable across processes with the same config; shown to operators only.
+          id: `${provider.id}/${slot}`,
           model: deployment.model,
           provider,
           upstreamModel: deployment.upstreamModel ?? deployment.model.replace(/^svc\//, ""),
           // An omitted cost means a free upstream (the sandbox, self-hosted models).
           cost: deployment.cost === undefined ? FREE : priceOf(deployment.cost),
           privacyClasses,
+          weight: deployment.weight,
           adapter
         })
         deployments.set(deployment.model, list)

@@ -17,7 +17,7 @@ const sandboxDefault: ProviderConfig = {
   id: "sandbox",
   plugin: "sandbox",
   timeoutMs: 60_000,
-  deployments: houseModels.map((model) => ({ model: model.id }))
+  deployments: houseModels.map((model) => ({ model: model.id, weight: 1 }))
 }
 
 const decodeFile = Schema.decodeUnknownEither(ConfigFile, { errors: "first", onExcessProperty: "error" })

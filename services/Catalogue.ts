@@ -31,12 +31,16 @@ export interface Model {
 }
 
 export interface Deployment {
+  /** `<provider id>/<index in its deployments>`: stable for a config, shared by processes, never shown to API consumers. */
+  readonly id: string
   readonly model: string
   readonly provider: ProviderConfig
   readonly upstreamModel: string
   /** What the upstream charges. */
   readonly cost: TokenPrice
   readonly privacyClasses: ReadonlyArray<PrivacyClass>
+  /** Share of traffic among equally good deployments of a model (default 1). */
+  readonly weight: number
   readonly adapter: ProviderAdapter
 }
 

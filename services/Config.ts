@@ -81,7 +81,9 @@ export const DeploymentConfig = Schema.Struct({
   /** The model name the upstream knows; defaults to the catalogue id without `svc/`. */
   upstreamModel: Schema.optional(Schema.String),
   /** What the upstream charges, USD per one million tokens. */
-  cost: Schema.optional(TokenPrices)
+  cost: Schema.optional(TokenPrices),
+  /** Share of traffic among equally good deployments of the model. */
+  weight: Schema.optionalWith(Schema.Number.pipe(Schema.positive(), Schema.finite()), { default: () => 1 })
 })
 export type DeploymentConfig = typeof DeploymentConfig.Type
 

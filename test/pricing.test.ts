@@ -27,6 +27,8 @@ const model = (id: string, context: number, price: TokenPrice): Model => ({
 })
 
 const deployment = (cost: TokenPrice): Deployment => ({
+  id: "p/0",
+  weight: 1,
   model: "svc/pro",
   provider: { id: "p", plugin: "dummy", timeoutMs: 1000, deployments: [] },
   upstreamModel: "up",
