@@ -1,22 +1,48 @@
 /**
- * The chat path for an explicit model id: reserve the estimate, call the
- * model's first deployment, settle at actual usage (or release on failure),
- * and re-label every response with our completion id and the catalogue model
+ * The chat path: route, reserve, call with failover, settle.
+ *
+ * 1. Count the input once, shape the request (layers/routing/requestShape.ts)
+ *    and plan the models to try (routePlan.ts: router mode, explicit model,
+ *    `models` list, eligibility).
+ * 2. For each planned model, its deployments that meet the margin floor and
+ *    whose circuit is not open, cheapest upstream first (deploymentOrder.ts).
+ * 3. Reserve the largest estimate among the planned models, so any fallback
+ *    is covered, and settle at the price of the model that served.
+ * 4. Try the routes until one answers (failover.ts). A stream fails over until
+ *    its first chunk; after that a failure becomes an SSE error frame and what
+ *    was delivered is billed.
+ *
+ * Every response is re-labelled with our completion id and the catalogue model
  * id, so nothing the caller sees names the upstream.
  */
-import { Effect, Exit, Layer, Option, Stream } from "effect"
-import { ServiceUnavailable } from "../services/ApiError.ts"
-import { AppConfig, type ConfigFile, type PrivacyClass } from "../services/Config.ts"
-import { type Nanos, parseUsd } from "../services/Money.ts"
-import { Catalogue, type Deployment, type Model } from "../services/Catalogue.ts"
+import { Chunk, Effect, ExecutionStrategy, Exit, FiberRef, Layer, Option, Scope, Stream } from "effect"
+import { currentRequestId, type InvalidRequest, ServiceUnavailable, UpstreamError } from "../services/ApiError.ts"
+import type { Principal } from "../services/ApiKeys.ts"
+import { Catalogue, type Model } from "../services/Catalogue.ts"
 import type { ChatChunk, ChatRequest, Usage } from "../services/Chat.ts"
 import { ChatGateway } from "../services/ChatGateway.ts"
-import type { UpstreamCompletion } from "../services/Providers.ts"
+import { AppConfig } from "../services/Config.ts"
+import { EventLog } from "../services/EventLog.ts"
+import { Health } from "../services/Health.ts"
 import { Ids } from "../services/Ids.ts"
 import { type Attempt, Ledger, type Reservation } from "../services/Ledger.ts"
-import { type Cost, type Estimate, Pricing, type TokenUsage } from "../services/Pricing.ts"
-import { billOf, modelFor, SERVED_CLASS, scopedReservation, withReservation } from "./billedCall.ts"
-import { toApiError } from "./upstreamErrors.ts"
+import type { Nanos } from "../services/Money.ts"
+import { Pricing, type TokenUsage } from "../services/Pricing.ts"
+import type { UpstreamCompletion, UpstreamFailure } from "../services/Providers.ts"
+import { type RequestShape, RouterStrategies } from "../services/Router.ts"
+import { billOf, SERVED_CLASS, scopedReservation, withReservation } from "./billedCall.ts"
+import { orderDeployments } from "./routing/deploymentOrder.ts"
+import { type Answered, type AttemptLog, DEFAULT_RETRY_POLICY, firstThatAnswers, type RoutesFailed, type Target } from "./routing/failover.ts"
+import { marginFloors, meetsFloor } from "./routing/marginFloor.ts"
+import { routeEvents } from "./routing/routeEvents.ts"
+import { planRoute, type RoutePlan } from "./routing/routePlan.ts"
+import { shapeOf } from "./routing/requestShape.ts"
+import { routesFailedError, toApiError } from "./upstreamErrors.ts"
+
+/** Output tokens a request is expected to produce when it sets no maximum (for ranking, not for the reservation). */
+const EXPECTED_OUTPUT_TOKENS = 500
+
+const ENDPOINT = "/v1/chat/completions"
 
 const fromUsage = (usage: Usage): TokenUsage => ({
   inputTokens: usage.prompt_tokens,
@@ -33,22 +59,22 @@ const generatedText = (chunk: ChatChunk) => {
   return text
 }
 
-const NANO = 1_000_000_000n
+/** The receipt's view of an attempt. */
+const asAttempt = (log: AttemptLog): Attempt => ({
+  model: log.model,
+  outcome: log.outcome,
+  latencyMs: log.latencyMs,
+  deployment: log.deployment,
+  ...(log.failure !== undefined ? { failure: log.failure } : {})
+})
 
-/** Floors as fractions of the total, in billionths; an unconfigured class has none. */
-const marginFloors = (configured: ConfigFile["marginFloor"]): Record<PrivacyClass, Nanos> => {
-  const floor = (privacyClass: PrivacyClass) =>
-    Option.getOrElse(Option.flatMap(Option.fromNullable(configured?.[privacyClass]), parseUsd), () => 0n)
-  return {
-    standard_route: floor("standard_route"),
-    protected_provider_route: floor("protected_provider_route"),
-    private_gateway_route: floor("private_gateway_route"),
-    confidential_runtime_route: floor("confidential_runtime_route")
-  }
+interface Route {
+  readonly plan: RoutePlan
+  readonly shape: RequestShape
+  readonly targets: ReadonlyArray<Target>
+  /** The reservation: the largest estimate among the models that may serve. */
+  readonly amount: Nanos
 }
-
-/** margin / total ≥ floor, in exact integers. */
-const meetsFloor = (cost: Cost, floor: Nanos) => cost.margin * NANO >= floor * cost.total
 
 export const ChatGatewayLive = Layer.effect(
   ChatGateway,
@@ -57,40 +83,107 @@ export const ChatGatewayLive = Layer.effect(
     const ids = yield* Ids
     const ledger = yield* Ledger
     const pricing = yield* Pricing
+    const health = yield* Health
+    const strategies = yield* RouterStrategies
+    const events = yield* EventLog
     const config = yield* AppConfig
 
-    const floors = marginFloors(config.file.marginFloor)
+    const floor = marginFloors(config.file.marginFloor)[SERVED_CLASS]
+    const policy = DEFAULT_RETRY_POLICY
 
-    /** The first deployment whose expected margin meets the floor of the class served; choosing better is the router's job. */
-    const deploymentFor = (model: Model, estimate: Estimate, privacyClass: PrivacyClass) => {
-      const floor = floors[privacyClass]
-      const deployment = catalogue.deployments(model.id).find((candidate) =>
-        meetsFloor(pricing.cost(model, candidate, estimate), floor)
-      )
-      return deployment !== undefined ? Effect.succeed(deployment) : Effect.fail(
-        new ServiceUnavailable({
-          code: "margin_floor_violated",
-          message: `No route for ${model.id} meets the margin floor of the ${privacyClass} class.`
-        })
-      )
+    /** Expected time to a whole answer on the model's best measured deployment. */
+    const expectedLatencyMs = (model: Model, outputTokens: number): number | undefined => {
+      let best: number | undefined
+      for (const deployment of catalogue.deployments(model.id)) {
+        const view = health.view(deployment.id)
+        const expected = view.p50TtftMs !== undefined && view.tokensPerSecond !== undefined && view.tokensPerSecond > 0
+          ? view.p50TtftMs + (outputTokens / view.tokensPerSecond) * 1000
+          : view.p50LatencyMs
+        if (expected !== undefined && (best === undefined || expected < best)) best = expected
+      }
+      return best
     }
 
-    /** Resolves the model, the deployment and the estimate to reserve. */
-    const prepare = (request: ChatRequest) =>
+    const route = (request: ChatRequest): Effect.Effect<Route, InvalidRequest | ServiceUnavailable | UpstreamError> =>
       Effect.gen(function*() {
-        const model = yield* modelFor(catalogue, request.model, "chat", "chat completions")
-        const estimate = pricing.estimate(model, request)
-        const deployment = yield* deploymentFor(model, estimate, SERVED_CLASS)
-        return { deployment, model, estimate }
+        const inputTokens = pricing.countInput(request)
+        const shape = shapeOf(request, inputTokens)
+        const expectedOutput = shape.requestedOutput ?? EXPECTED_OUTPUT_TOKENS
+        const plan = yield* planRoute(request, shape, catalogue, strategies, (model) => ({
+          model,
+          expectedCost: pricing.amount(model.pricing, { inputTokens, outputTokens: expectedOutput }),
+          expectedLatencyMs: expectedLatencyMs(model, expectedOutput)
+        }))
+        const targets: Array<Target> = []
+        let amount = 0n
+        let floorMet = false
+        for (const model of plan.models) {
+          const estimate = pricing.estimateFor(model, inputTokens, shape.requestedOutput)
+          const passing = catalogue.deployments(model.id).filter((deployment) =>
+            meetsFloor(pricing.cost(model, deployment, estimate), floor)
+          )
+          if (passing.length === 0) continue
+          floorMet = true
+          if (estimate.total > amount) amount = estimate.total
+          const ordered = orderDeployments(passing, (deployment) => pricing.cost(model, deployment, estimate).upstream, health)
+          for (const deployment of ordered) targets.push({ model, deployment })
+        }
+        if (!floorMet) {
+          return yield* new ServiceUnavailable({
+            code: "margin_floor_violated",
+            message: `No route for ${plan.models[0]!.id} meets the margin floor of the ${SERVED_CLASS} class.`
+          })
+        }
+        if (targets.length === 0) {
+          return yield* new UpstreamError({ message: "Every route for this request is recovering from failures; try again shortly." })
+        }
+        return { plan, shape, targets, amount }
+      })
+
+    /** Every route failed: the routing events still tell the story; then the caller's error. */
+    const failed = (principal: Principal, plan: RoutePlan, routesFailed: RoutesFailed) =>
+      Effect.gen(function*() {
+        const requestId = yield* FiberRef.get(currentRequestId)
+        yield* Effect.forEach(routeEvents(routesFailed.attempts, plan.reason), (event) =>
+          events.record({
+            type: event.type,
+            accountId: principal.accountId!,
+            ...(typeof requestId === "string" ? { requestId } : {}),
+            data: event.data
+          }), { discard: true })
+        return yield* routesFailedError(routesFailed)
+      })
+
+    const recordSuccess = (answered: Answered<unknown>, latencyMs: number, outputTokens: number, ttftMs?: number) =>
+      health.record({
+        deployment: answered.target.deployment.id,
+        model: answered.target.model.id,
+        ok: true,
+        latencyMs,
+        outputTokens,
+        attempt: answered.attempts.length,
+        ...(ttftMs !== undefined ? { ttftMs } : {})
       })
 
     const settle = (
-      model: Model,
-      deployment: Deployment,
       reservation: Reservation,
+      answered: Answered<unknown>,
+      plan: RoutePlan,
       usage: TokenUsage,
-      attempt: Attempt
-    ) => ledger.settle(reservation, billOf(pricing, "/v1/chat/completions", model, deployment, usage, attempt))
+      attempts: ReadonlyArray<AttemptLog>
+    ) =>
+      ledger.settle(
+        reservation,
+        billOf(
+          pricing,
+          ENDPOINT,
+          answered.target.model,
+          answered.target.deployment,
+          usage,
+          attempts.map(asAttempt),
+          routeEvents(attempts, plan.reason)
+        )
+      )
 
     /** Usage by our own count, for an upstream that reported none. */
     const countedUsage = (request: ChatRequest, completion: UpstreamCompletion): Usage => {
@@ -104,66 +197,103 @@ export const ChatGatewayLive = Layer.effect(
       return { prompt_tokens: prompt, completion_tokens: generated, total_tokens: prompt + generated }
     }
 
-    const since = (start: number) => Math.round(performance.now() - start)
+    /**
+     * Opens a stream on one route and waits for its first chunk, in a scope of its own: a route
+     * that fails before that is closed (its upstream request aborted) and the next is tried.
+     */
+    const openStream = (request: ChatRequest, parent: Scope.Scope) => ({ deployment }: Target) =>
+      Effect.flatMap(Scope.fork(parent, ExecutionStrategy.sequential), (scope) =>
+        Effect.gen(function*() {
+          const chunks = yield* deployment.adapter.stream({ request, upstreamModel: deployment.upstreamModel })
+          const pull = yield* Stream.toPull(chunks)
+          const first = yield* pull.pipe(
+            Effect.catchAll(Option.match({
+              onNone: () => Effect.succeed(Chunk.empty<ChatChunk>()),
+              onSome: (failure) => Effect.fail(failure)
+            }))
+          )
+          return Stream.concat(Stream.fromChunk(first), Stream.repeatEffectChunkOption(pull))
+        }).pipe(
+          Scope.extend(scope),
+          Effect.onError(() => Scope.close(scope, Exit.void))
+        ))
 
     return {
       complete: (request, principal) =>
         Effect.gen(function*() {
-          const { deployment, estimate, model } = yield* prepare(request)
-          const started = performance.now()
+          const { amount, plan, targets } = yield* route(request)
           // A failed or abandoned call is not billed.
-          return yield* withReservation(ledger, ids, principal, estimate.total, (reservation) =>
-            deployment.adapter.complete({ request, upstreamModel: deployment.upstreamModel }).pipe(
-              Effect.catchAll(toApiError(deployment)),
-              Effect.flatMap((completion) => {
-                const usage = completion.usage ?? countedUsage(request, completion)
-                return Effect.map(
-                  settle(model, deployment, reservation, fromUsage(usage), {
-                    model: model.id,
-                    outcome: "ok",
-                    latencyMs: since(started)
-                  }),
-                  (receipt) => ({ completion: { ...completion, id: ids.completion(), model: model.id, usage }, receipt })
-                ).pipe(Effect.uninterruptible)
-              })
-            ))
+          return yield* withReservation(ledger, ids, principal, amount, (reservation) =>
+            firstThatAnswers(targets, policy, health, ({ deployment }) =>
+              deployment.adapter.complete({ request, upstreamModel: deployment.upstreamModel })).pipe(
+                Effect.catchAll((routesFailed) => failed(principal, plan, routesFailed)),
+                Effect.flatMap((answered) => {
+                  const completion = answered.value
+                  const usage = completion.usage ?? countedUsage(request, completion)
+                  const model = answered.target.model.id
+                  return recordSuccess(answered, answered.attempts.at(-1)!.latencyMs, usage.completion_tokens).pipe(
+                    Effect.zipRight(settle(reservation, answered, plan, fromUsage(usage), answered.attempts)),
+                    Effect.map((receipt) => ({ completion: { ...completion, id: ids.completion(), model, usage }, receipt })),
+                    Effect.uninterruptible
+                  )
+                })
+              ))
         }),
 
       stream: (request, principal) =>
         Effect.gen(function*() {
-          const { deployment, estimate, model } = yield* prepare(request)
+          const { amount, plan, targets } = yield* route(request)
           let closed = false
           // A response that is never pulled (the client left first) still frees its reservation.
-          const reservation = yield* scopedReservation(ledger, ids, principal, estimate.total, () => closed)
-          const started = performance.now()
-          const chunks = yield* deployment.adapter.stream({ request, upstreamModel: deployment.upstreamModel }).pipe(
-            Effect.catchAll(toApiError(deployment)),
-            Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : ledger.release(reservation))
+          const reservation = yield* scopedReservation(ledger, ids, principal, amount, () => closed)
+          const scope = yield* Effect.scope
+          const answered = yield* firstThatAnswers(targets, policy, health, openStream(request, scope)).pipe(
+            Effect.catchAll((routesFailed) => failed(principal, plan, routesFailed))
           )
+          const firstChunkMs = performance.now() - answered.startedAt
+          const { deployment, model } = answered.target
           const wantsUsage = request.stream_options?.include_usage === true
           const id = ids.completion()
           let reported: Usage | undefined
           let generated = ""
-          let failed = false
+          let failure: UpstreamFailure | undefined
 
           // However the stream ends, bill what was generated: the upstream's usage when it
           // reported one, else our own count of what reached us.
           const settleStream = Effect.suspend(() => {
             closed = true
-            if (reported === undefined && generated === "" && failed) return ledger.release(reservation)
+            const latencyMs = Math.round(performance.now() - answered.startedAt)
+            const attempts = answered.attempts.map((attempt, i) =>
+              i < answered.attempts.length - 1 ? attempt : {
+                ...attempt,
+                latencyMs,
+                ...(failure !== undefined
+                  ? { outcome: failure.kind === "timeout" ? "timeout" as const : "error" as const, failure: failure.kind }
+                  : {})
+              }
+            )
             const usage = reported !== undefined
               ? fromUsage(reported)
               : { inputTokens: pricing.countInput(request), outputTokens: pricing.countText(generated) }
-            return settle(model, deployment, reservation, usage, {
-              model: model.id,
-              outcome: failed ? "error" : "ok",
-              latencyMs: since(started)
-            })
+            const recorded = failure === undefined
+              ? recordSuccess(answered, latencyMs, usage.outputTokens, Math.round(firstChunkMs))
+              : health.record({
+                deployment: deployment.id,
+                model: model.id,
+                ok: false,
+                failure: failure.kind,
+                latencyMs,
+                attempt: attempts.length
+              })
+            if (reported === undefined && generated === "" && failure !== undefined) {
+              return Effect.zipRight(recorded, ledger.release(reservation))
+            }
+            return Effect.zipRight(recorded, settle(reservation, answered, plan, usage, attempts))
           })
 
           return {
             receiptId: reservation.id,
-            chunks: chunks.pipe(
+            chunks: answered.value.pipe(
               Stream.tap((chunk) =>
                 Effect.sync(() => {
                   if (chunk.usage) reported = chunk.usage
@@ -173,9 +303,9 @@ export const ChatGatewayLive = Layer.effect(
               // Adapters always report usage (billing needs it); the caller sees it only if asked.
               Stream.filter((chunk) => wantsUsage || chunk.choices.length > 0),
               Stream.map((chunk): ChatChunk => ({ ...chunk, id, model: model.id })),
-              Stream.catchAll((failure) => {
-                failed = true
-                return Stream.fromEffect(toApiError(deployment)(failure))
+              Stream.catchAll((upstream) => {
+                failure = upstream
+                return Stream.fromEffect(toApiError(deployment)(upstream))
               }),
               Stream.ensuring(Effect.asVoid(settleStream))
             )

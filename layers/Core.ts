@@ -1,11 +1,12 @@
 /**
  * The gateway's services, assembled: storage (migrated before anything
- * uses it), accounts and keys, the plugins and the catalogue they serve, and
- * the chat and embeddings paths. Needs only the `AppConfig`.
+ * uses it), accounts and keys, the plugins and the catalogue they serve,
+ * deployment health, and the chat and embeddings paths. Needs only the `AppConfig`.
  */
 import { Layer } from "effect"
 import type { Ledger } from "../services/Ledger.ts"
 import { Plugins } from "../plugins/index.ts"
+import { RouterModes } from "../plugins/router/index.ts"
 import { AccountsPg } from "./AccountsPg.ts"
 import { ApiKeysPg } from "./ApiKeysPg.ts"
 import { CatalogueLive } from "./CatalogueLive.ts"
@@ -13,6 +14,8 @@ import { ChatGatewayLive } from "./ChatGatewayLive.ts"
 import { DatabaseLive } from "./Database.ts"
 import { EmbeddingsGatewayLive } from "./EmbeddingsGatewayLive.ts"
 import { EventLogPg } from "./EventLogPg.ts"
+import { HealthPg } from "./HealthPg.ts"
+import { HealthReportPg } from "./HealthReportPg.ts"
 import { IdempotencyPg } from "./IdempotencyPg.ts"
 import { IdsLive } from "./IdsLive.ts"
 import { LedgerPg } from "./LedgerPg.ts"
@@ -20,8 +23,12 @@ import { MigrationsLive } from "./Migrations.ts"
 import { PricingLive } from "./PricingLive.ts"
 import { ProviderRegistryLive } from "./ProviderRegistryLive.ts"
 import { ReservationSweeper } from "./ReservationSweeper.ts"
+import { RouterStrategiesLive } from "./RouterStrategiesLive.ts"
 
 const Storage = MigrationsLive.pipe(Layer.provideMerge(DatabaseLive))
+
+/** The router modes, registered by their plugin Layers. */
+const RouterModesLive = RouterModes.pipe(Layer.provideMerge(RouterStrategiesLive))
 
 const Catalogue = CatalogueLive.pipe(
   Layer.provide(Plugins),
@@ -36,7 +43,10 @@ export const coreWith = <E, R>(ledger: Layer.Layer<Ledger, E, R>) => {
     Layer.provideMerge(Storage)
   )
   return Layer.mergeAll(ChatGatewayLive, EmbeddingsGatewayLive).pipe(
+    // Deployment health shared through the database: the router's breaker and the health report.
+    Layer.provideMerge(Layer.mergeAll(HealthPg, HealthReportPg)),
     Layer.provideMerge(Money),
+    Layer.provideMerge(RouterModesLive),
     // Built first: a config mistake the catalogue finds stops the start before the database opens.
     Layer.provideMerge(Catalogue),
     Layer.provideMerge(PricingLive),

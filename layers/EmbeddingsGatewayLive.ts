@@ -56,11 +56,12 @@ export const EmbeddingsGatewayLive = Layer.effect(
               const usage = { inputTokens: result.promptTokens, outputTokens: 0 }
               const settled = ledger.settle(
                 reservation,
-                billOf(pricing, "/v1/embeddings", model, deployment, usage, {
+                billOf(pricing, "/v1/embeddings", model, deployment, usage, [{
                   model: model.id,
                   outcome: "ok",
-                  latencyMs: Math.round(performance.now() - started)
-                })
+                  latencyMs: Math.round(performance.now() - started),
+                  deployment: deployment.id
+                }])
               )
               return Effect.map(settled, (receipt) => {
                 const base64 = request.encoding_format === "base64"

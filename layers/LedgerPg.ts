@@ -203,7 +203,8 @@ export const LedgerPg = Layer.scoped(
       provider_id: bill.providerId,
       entry_id: ids.make("led"),
       settled_event_id: ids.make("evt"),
-      receipt_event_id: ids.make("evt")
+      receipt_event_id: ids.make("evt"),
+      call_events: (bill.events ?? []).map((event) => ({ id: ids.make("evt"), type: event.type, data: event.data }))
     })
 
     /**
@@ -219,7 +220,7 @@ export const LedgerPg = Layer.scoped(
               ord int, id text, request_id text, endpoint text, model text, tier text, privacy_class text,
               input_tokens int, output_tokens int, input_price numeric, output_price numeric, upstream numeric,
               total numeric, estimated numeric, reserved_at timestamptz, attempts jsonb, provider_id text,
-              entry_id text, settled_event_id text, receipt_event_id text)
+              entry_id text, settled_event_id text, receipt_event_id text, call_events jsonb)
         ), closed AS (
           UPDATE reservations SET status = 'settled', closed_at = now()
           FROM input
@@ -260,6 +261,10 @@ export const LedgerPg = Layer.scoped(
           SELECT billed.receipt_event_id, 'receipt.created', ${accountId}, receipt.request_id, receipt.id,
                  jsonb_build_object('model', receipt.model, 'total_usd', receipt.total_usd::text)
           FROM receipt JOIN billed USING (id)
+          UNION ALL
+          SELECT call_event.id, call_event.type, ${accountId}, receipt.request_id, receipt.id, call_event.data
+          FROM receipt JOIN billed USING (id),
+               jsonb_to_recordset(billed.call_events) AS call_event(id text, type text, data jsonb)
         )
         SELECT id, total_usd, balance_after_usd, created_at, settled_at FROM receipt`
 

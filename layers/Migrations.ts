@@ -5,12 +5,14 @@ import { Effect, Layer } from "effect"
 import accountsKeysLedger from "./migrations/0001_accounts_keys_ledger.ts"
 import reservationsReceipts from "./migrations/0002_reservations_receipts.ts"
 import idempotencyKeys from "./migrations/0003_idempotency_keys.ts"
+import deploymentHealth from "./migrations/0004_deployment_health.ts"
 
 const migrate = Migrator.make({})({
   loader: Migrator.fromRecord({
     "0001_accounts_keys_ledger": accountsKeysLedger,
     "0002_reservations_receipts": reservationsReceipts,
-    "0003_idempotency_keys": idempotencyKeys
+    "0003_idempotency_keys": idempotencyKeys,
+    "0004_deployment_health": deploymentHealth
   }),
   table: "svc_migrations"
 })

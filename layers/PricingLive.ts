@@ -4,10 +4,10 @@
  */
 import { countTokens } from "gpt-tokenizer/encoding/o200k_base"
 import { Layer } from "effect"
-import type { TokenPrice } from "../services/Catalogue.ts"
+import type { Model, TokenPrice } from "../services/Catalogue.ts"
 import { type ChatRequest, type ContentPart, type Message, requestedMaxTokens } from "../services/Chat.ts"
 import type { Nanos } from "../services/Money.ts"
-import { DEFAULT_OUTPUT_ALLOWANCE, Pricing, type TokenUsage } from "../services/Pricing.ts"
+import { DEFAULT_OUTPUT_ALLOWANCE, type Estimate, Pricing, type TokenUsage } from "../services/Pricing.ts"
 
 const PER_MILLION = 1_000_000n
 const HALF = PER_MILLION / 2n
@@ -82,6 +82,12 @@ const countInput = (request: ChatRequest): number => {
   return tokens
 }
 
+const estimateFor = (model: Model, inputTokens: number, requestedOutput: number | undefined): Estimate => {
+  const room = Math.max(0, model.context - inputTokens)
+  const outputTokens = Math.min(requestedOutput ?? DEFAULT_OUTPUT_ALLOWANCE, room)
+  return { inputTokens, outputTokens, total: amount(model.pricing, { inputTokens, outputTokens }) }
+}
+
 export const PricingLive = Layer.succeed(Pricing, {
   amount,
   cost: (model, deployment, usage) => {
@@ -91,10 +97,6 @@ export const PricingLive = Layer.succeed(Pricing, {
   },
   countInput,
   countText,
-  estimate: (model, request) => {
-    const inputTokens = countInput(request)
-    const room = Math.max(0, model.context - inputTokens)
-    const outputTokens = Math.min(requestedMaxTokens(request) ?? DEFAULT_OUTPUT_ALLOWANCE, room)
-    return { inputTokens, outputTokens, total: amount(model.pricing, { inputTokens, outputTokens }) }
-  }
+  estimate: (model, request) => estimateFor(model, countInput(request), requestedMaxTokens(request)),
+  estimateFor
 })

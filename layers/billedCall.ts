@@ -5,7 +5,7 @@ import type { Principal } from "../services/ApiKeys.ts"
 import type { Catalogue, Deployment, Model } from "../services/Catalogue.ts"
 import type { Capability, PrivacyClass } from "../services/Config.ts"
 import type { Ids } from "../services/Ids.ts"
-import type { Attempt, Bill, Ledger, Reservation } from "../services/Ledger.ts"
+import type { Attempt, Bill, CallEvent, Ledger, Reservation } from "../services/Ledger.ts"
 import type { Nanos } from "../services/Money.ts"
 import type { Pricing, TokenUsage } from "../services/Pricing.ts"
 
@@ -85,7 +85,8 @@ export const billOf = (
   model: Model,
   deployment: Deployment,
   usage: TokenUsage,
-  attempt: Attempt
+  attempts: ReadonlyArray<Attempt>,
+  events: ReadonlyArray<CallEvent> = []
 ): Bill => ({
   endpoint,
   model: model.id,
@@ -94,6 +95,7 @@ export const billOf = (
   usage,
   price: model.pricing,
   cost: pricing.cost(model, deployment, usage),
-  attempts: [attempt],
-  providerId: deployment.provider.id
+  attempts,
+  providerId: deployment.provider.id,
+  events
 })

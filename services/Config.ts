@@ -98,6 +98,29 @@ export const ProviderConfig = Schema.Struct({
 })
 export type ProviderConfig = typeof ProviderConfig.Type
 
+/** Deployment health and its circuit breaker (layers/HealthPg.ts). */
+export const HealthSettings = Schema.Struct({
+  /** Consecutive failures of a deployment that open its breaker. */
+  failureThreshold: Schema.optionalWith(PositiveInt, { default: () => 3 }),
+  /** How long an opened breaker keeps the deployment out before one probe call may try it. */
+  cooldownSeconds: Schema.optionalWith(PositiveInt, { default: () => 30 }),
+  /** The cooldown doubles with every failed probe, up to this. */
+  maxCooldownSeconds: Schema.optionalWith(PositiveInt, { default: () => 300 }),
+  /** How often each process re-reads the shared breaker table (what other processes learned). */
+  syncMillis: Schema.optionalWith(PositiveInt, { default: () => 1000 }),
+  /** How often each process writes its windowed numbers to the shared stats table. */
+  statsFlushMillis: Schema.optionalWith(PositiveInt, { default: () => 5000 })
+})
+export type HealthSettings = typeof HealthSettings.Type
+
+const healthDefaults: HealthSettings = {
+  failureThreshold: 3,
+  cooldownSeconds: 30,
+  maxCooldownSeconds: 300,
+  syncMillis: 1000,
+  statsFlushMillis: 5000
+}
+
 /** The config file. */
 export const ConfigFile = Schema.Struct({
   marginFloor: Schema.optional(Schema.partial(Schema.Record({ key: PrivacyClass, value: Decimal }))),
@@ -111,6 +134,12 @@ export const ConfigFile = Schema.Struct({
       sweepIntervalSeconds: Schema.optionalWith(PositiveInt, { default: () => 30 })
     }),
     { default: () => ({ reservationLeaseSeconds: 900, sweepIntervalSeconds: 30 }) }
+  ),
+  routing: Schema.optionalWith(
+    Schema.Struct({
+      health: Schema.optionalWith(HealthSettings, { default: () => healthDefaults })
+    }),
+    { default: () => ({ health: healthDefaults }) }
   ),
   limits: Schema.optionalWith(
     Schema.Struct({

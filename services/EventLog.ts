@@ -14,6 +14,8 @@ export type EventType =
   | "payment.released"
   | "payment.insufficient_funds"
   | "receipt.created"
+  | "provider.route"
+  | "provider.fallback"
 
 export interface NewEvent {
   readonly type: EventType

@@ -61,7 +61,12 @@ export interface DeploymentHealth {
 }
 
 export class Health extends Context.Tag("svc/Health")<Health, {
-  /** Records an attempt's outcome; failures and recoveries reach the other processes. */
+  /**
+   * Records an attempt's outcome; failures and recoveries reach the other processes. A failure
+   * must be the deployment's fault (timeout, connection, protocol, 5xx, and "not now" answers
+   * such as 408 or 429): a request the upstream refused as the caller's (other 4xx) says nothing
+   * about the deployment, and the router does not record it. A healthy deployment's success costs no database write.
+   */
   readonly record: (outcome: Outcome) => Effect.Effect<void>
   /** The current view of a deployment (from memory). */
   readonly view: (deployment: string) => DeploymentHealth

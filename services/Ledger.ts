@@ -11,6 +11,7 @@ import { Context, type Effect } from "effect"
 import type { InsufficientFunds, NotFound } from "./ApiError.ts"
 import type { Tier } from "./Catalogue.ts"
 import type { PrivacyClass } from "./Config.ts"
+import type { EventType } from "./EventLog.ts"
 import type { Nanos } from "./Money.ts"
 import type { Cost, TokenUsage } from "./Pricing.ts"
 
@@ -27,6 +28,16 @@ export interface Attempt {
   readonly model: string
   readonly outcome: "ok" | "error" | "timeout"
   readonly latencyMs: number
+  /** The deployment tried: operators only, never shown on a receipt. */
+  readonly deployment?: string
+  /** What went wrong, naming no provider. */
+  readonly failure?: string
+}
+
+/** An event written with the receipt, in the same statement (routing and privacy events of the call). */
+export interface CallEvent {
+  readonly type: EventType
+  readonly data: Readonly<Record<string, unknown>>
 }
 
 /** What a finished call is billed for. */
@@ -41,10 +52,12 @@ export interface Bill {
   readonly attempts: ReadonlyArray<Attempt>
   /** Operators only; never shown to the account. */
   readonly providerId: string
+  /** Recorded with the receipt; they name no provider. */
+  readonly events?: ReadonlyArray<CallEvent>
 }
 
 /** The settled record of one call: its bill as charged (after the clamp rule), without operator-only facts. */
-export interface Receipt extends Omit<Bill, "providerId"> {
+export interface Receipt extends Omit<Bill, "providerId" | "events"> {
   readonly id: string
   readonly accountId: string
   readonly requestId: string

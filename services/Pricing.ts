@@ -44,4 +44,6 @@ export class Pricing extends Context.Tag("svc/Pricing")<Pricing, {
    * more than the context leaves) at the model's price.
    */
   readonly estimate: (model: Model, request: ChatRequest) => Estimate
+  /** The same, from an input already counted (routing counts once and prices several models). */
+  readonly estimateFor: (model: Model, inputTokens: number, requestedOutput: number | undefined) => Estimate
 }>() {}

@@ -12,12 +12,20 @@ import { AdminHandlers } from "./handlers/Admin.ts"
 import { ChatHandlers } from "./handlers/Chat.ts"
 import { EmbeddingsHandlers } from "./handlers/Embeddings.ts"
 import { ModelsHandlers } from "./handlers/Models.ts"
+import { ProvidersHandlers } from "./handlers/Providers.ts"
 import { ReceiptsHandlers } from "./handlers/Receipts.ts"
 import { edgeMiddleware } from "./http/Edge.ts"
 import { SecurityLive } from "./http/SecurityLive.ts"
 
 const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([ChatHandlers, EmbeddingsHandlers, ModelsHandlers, ReceiptsHandlers, AdminHandlers]),
+  Layer.provide([
+    ChatHandlers,
+    EmbeddingsHandlers,
+    ModelsHandlers,
+    ReceiptsHandlers,
+    ProvidersHandlers,
+    AdminHandlers
+  ]),
   Layer.provide(SecurityLive)
 )
 

@@ -6,8 +6,29 @@ import { startGateway, type TestGateway } from "./support/gateway.ts"
 let gateway: TestGateway
 let client: OpenAI
 
+/**
+ * The house models carry the spec's capabilities (chat, vision, streaming), so tools and structured
+ * output go to a third-party model the sandbox also serves, as an operator would configure it.
+ */
+const AGENT_MODEL = "svc/sandbox-agent"
+
 beforeAll(async () => {
-  gateway = await startGateway()
+  gateway = await startGateway({
+    config: {
+      models: [{
+        id: AGENT_MODEL,
+        context: 128000,
+        pricing: { input: "0.10", output: "0.40" },
+        modalities: ["text"],
+        capabilities: ["chat", "streaming", "tools", "structured_output"]
+      }],
+      providers: [{
+        id: "sandbox",
+        plugin: "sandbox",
+        deployments: ["svc/swift", "svc/balanced", "svc/pro", "svc/premier", "svc/embed", AGENT_MODEL].map((model) => ({ model }))
+      }]
+    }
+  })
   const { key } = await gateway.account()
   client = new OpenAI({ apiKey: key, baseURL: `${gateway.url}/v1`, maxRetries: 0 })
 })
@@ -79,7 +100,7 @@ describe("chat completions on the sandbox", () => {
 
   it("returns a tool call whose arguments fit the tool's schema", async () => {
     const completion = await client.chat.completions.create({
-      model: "svc/pro",
+      model: AGENT_MODEL,
       messages: [{ role: "user", content: "Weather in Paris?" }],
       tools: [weatherTool],
       tool_choice: "auto"
@@ -93,7 +114,7 @@ describe("chat completions on the sandbox", () => {
     expect(["c", "f"]).toContain(args.unit)
 
     const followUp = await client.chat.completions.create({
-      model: "svc/pro",
+      model: AGENT_MODEL,
       messages: [
         { role: "user", content: "Weather in Paris?" },
         { role: "assistant", content: null, tool_calls: [call] },
@@ -107,7 +128,7 @@ describe("chat completions on the sandbox", () => {
 
   it("streams a tool call the client reassembles", async () => {
     const runner = client.chat.completions.stream({
-      model: "svc/pro",
+      model: AGENT_MODEL,
       messages: [{ role: "user", content: "Weather in Oslo?" }],
       tools: [weatherTool],
       tool_choice: { type: "function", function: { name: "get_weather" } }
@@ -130,7 +151,7 @@ describe("chat completions on the sandbox", () => {
       additionalProperties: false
     }
     const structured = await client.chat.completions.create({
-      model: "svc/pro",
+      model: AGENT_MODEL,
       messages: [{ role: "user", content: "A film" }],
       response_format: { type: "json_schema", json_schema: { name: "film", schema, strict: true } }
     })
@@ -140,7 +161,7 @@ describe("chat completions on the sandbox", () => {
     expect(film.tags.length).toBeGreaterThanOrEqual(1)
 
     const object = await client.chat.completions.create({
-      model: "svc/swift",
+      model: AGENT_MODEL,
       messages: [{ role: "user", content: "Anything" }],
       response_format: { type: "json_object" }
     })
@@ -177,7 +198,7 @@ describe("chat completions on the sandbox", () => {
   it("lists the catalogue through the client", async () => {
     const ids = []
     for await (const model of client.models.list()) ids.push(model.id)
-    expect(ids).toEqual(["svc/swift", "svc/balanced", "svc/pro", "svc/premier", "svc/embed"])
+    expect(ids).toEqual(["svc/swift", "svc/balanced", "svc/pro", "svc/premier", "svc/embed", AGENT_MODEL])
     const pro = await client.models.retrieve("svc/pro")
     expect(pro.id).toBe("svc/pro")
   })

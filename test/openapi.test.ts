@@ -29,6 +29,7 @@ describe("openapi.json", () => {
       "/v1/embeddings",
       "/v1/models",
       "/v1/models/{id}",
+      "/v1/providers/health",
       "/v1/receipts/{id}"
     ])
     const chat = spec.paths["/v1/chat/completions"].post

@@ -106,3 +106,48 @@ export const ReceiptRecord = Schema.Struct({
     latency_ms: Schema.Int
   }))
 }).annotations({ identifier: "Receipt" })
+
+const Rate = Schema.Number.annotations({ description: "A fraction in [0, 1]" })
+const Millis = Schema.NullOr(Schema.Number).annotations({ description: "Milliseconds; null while nothing was measured" })
+
+export const ModelHealthRecord = Schema.Struct({
+  model: Schema.String,
+  privacy_class: PrivacyClass,
+  availability: Rate.annotations({ description: "Share of the model's deployments that earn the class and are not open" }),
+  error_rate: Schema.NullOr(Rate),
+  p50_latency_ms: Millis,
+  p95_latency_ms: Millis,
+  fallback_rate: Schema.NullOr(Rate).annotations({
+    description: "Share of successful attempts that were a fallback (not the call's first attempt)"
+  }),
+  healthy_deployments: Schema.Int.annotations({ description: "Deployments earning the class whose breaker is closed" })
+}).annotations({ identifier: "ModelHealth" })
+
+/** Operators only: one row per deployment. */
+export const DeploymentHealthRecord = Schema.Struct({
+  id: Schema.String,
+  provider: Schema.String,
+  model: Schema.String,
+  upstream_model: Schema.String,
+  state: Schema.Literal("closed", "open", "half_open"),
+  consecutive_failures: Schema.Int,
+  requests: Schema.Int,
+  failures: Schema.Int,
+  error_rate: Schema.NullOr(Rate),
+  p50_latency_ms: Millis,
+  p95_latency_ms: Millis,
+  p50_ttft_ms: Millis,
+  tokens_per_second: Schema.NullOr(Schema.Number),
+  retry_at: Schema.NullOr(Timestamp)
+}).annotations({ identifier: "DeploymentHealth" })
+
+export const ProvidersHealth = Schema.Struct({
+  object: Schema.Literal("list"),
+  data: Schema.Array(ModelHealthRecord),
+  deployments: Schema.optional(Schema.Array(DeploymentHealthRecord)).annotations({
+    description: "Present for keys with the admin scope only"
+  })
+}).annotations({
+  identifier: "ProvidersHealth",
+  description: "The last five minutes of every gateway process, merged; breaker state as of now"
+})

@@ -26,7 +26,10 @@ export class ChatScope extends HttpApiMiddleware.Tag<ChatScope>()("svc/ChatScope
   security: bearer
 }) {}
 
-/** Keys with the `monitoring` scope (monitoring, usage, logs, receipts, provider health). */
+/**
+ * Keys with the `monitoring` scope (monitoring, usage, logs, receipts, provider health); operator
+ * keys (`admin` scope) pass too, so the bootstrap key can watch the install it runs.
+ */
 export class MonitoringScope extends HttpApiMiddleware.Tag<MonitoringScope>()("svc/MonitoringScope", {
   failure: Wire.Unauthorized,
   provides: CurrentPrincipal,

@@ -11,7 +11,8 @@ import { AdminScope, AnyKey, ChatScope, MonitoringScope } from "../api/Security.
 
 const BEARER = /^Bearer +(\S+) *$/i
 
-const authenticate = (required: Scope | null) =>
+/** A key with any one of the `accepted` scopes gets in (none listed: any valid key); a refusal names the first. */
+const authenticate = (accepted: ReadonlyArray<Scope>) =>
   Effect.map(ApiKeys, (keys) => ({
     bearer: () =>
       Effect.gen(function*() {
@@ -21,16 +22,16 @@ const authenticate = (required: Scope | null) =>
           return yield* new Unauthorized({ message: "Send your API key as `Authorization: Bearer <key>`." })
         }
         const principal = yield* keys.authenticate(token)
-        if (required !== null && !principal.scopes.includes(required)) {
-          return yield* new Unauthorized({ message: `This endpoint needs a key with the "${required}" scope.` })
+        if (accepted.length > 0 && !accepted.some((scope) => principal.scopes.includes(scope))) {
+          return yield* new Unauthorized({ message: `This endpoint needs a key with the "${accepted[0]}" scope.` })
         }
         return principal
       })
   }))
 
 export const SecurityLive = Layer.mergeAll(
-  Layer.effect(AnyKey, authenticate(null)),
-  Layer.effect(ChatScope, authenticate("chat")),
-  Layer.effect(MonitoringScope, authenticate("monitoring")),
-  Layer.effect(AdminScope, authenticate("admin"))
+  Layer.effect(AnyKey, authenticate([])),
+  Layer.effect(ChatScope, authenticate(["chat"])),
+  Layer.effect(MonitoringScope, authenticate(["monitoring", "admin"])),
+  Layer.effect(AdminScope, authenticate(["admin"]))
 )

@@ -31,6 +31,14 @@ export interface Behaviour {
   readonly keepAliveComments?: boolean
   /** Send exactly this body instead of a generated answer. */
   readonly raw?: { readonly body: string; readonly contentType?: string; readonly status?: number }
+  /** With `status`: a `Retry-After` header, in seconds. */
+  readonly retryAfter?: number
+  /** Destroy the connection before any answer (a reset). */
+  readonly resetBeforeHeaders?: boolean
+  /** Streams: destroy the connection after this many SSE data frames. */
+  readonly resetAfterChunks?: number
+  /** Streams: send a frame that is not JSON after this many data frames. */
+  readonly malformedFrameAfter?: number
 }
 
 export interface FakeOpenAi {
@@ -184,13 +192,17 @@ const write = (res: ServerResponse, text: string) => {
 const answer = async (res: ServerResponse, body: Json, behaviour: Behaviour) => {
   if (behaviour.delayHeadersMs) await sleep(behaviour.delayHeadersMs)
   if (res.destroyed) return
+  if (behaviour.resetBeforeHeaders) return res.socket?.destroy()
   if (behaviour.raw) {
     res.writeHead(behaviour.raw.status ?? 200, { "content-type": behaviour.raw.contentType ?? "application/json" })
     return res.end(behaviour.raw.body)
   }
   if (behaviour.status) {
     const error = behaviour.errorBody ?? { error: { message: "fake upstream error", type: "fake_error", code: behaviour.status } }
-    res.writeHead(behaviour.status, { "content-type": "application/json" })
+    res.writeHead(behaviour.status, {
+      "content-type": "application/json",
+      ...(behaviour.retryAfter !== undefined ? { "retry-after": String(behaviour.retryAfter) } : {})
+    })
     return res.end(typeof error === "string" ? error : JSON.stringify(error))
   }
   const reply = answerFor(body)
@@ -205,6 +217,9 @@ const answer = async (res: ServerResponse, body: Json, behaviour: Behaviour) => 
   const frames = chunkJsons(body, reply)
   for (const [i, frame] of frames.entries()) {
     if (i === behaviour.hangAfterChunks) return
+    // Let the frames already written reach the client first: a destroy discards unflushed writes.
+    if (i === behaviour.resetAfterChunks) return sleep(30).then(() => res.socket?.destroy())
+    if (i === behaviour.malformedFrameAfter) await sleep(30).then(() => write(res, "data: {\"choices\": [\n\n"))
     if (i > 0 && behaviour.chunkDelayMs) await sleep(behaviour.chunkDelayMs)
     keepAlive()
     write(res, `data: ${JSON.stringify(frame)}\n\n`)

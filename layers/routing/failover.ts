@@ -1,0 +1,138 @@
+/**
+ * Trying routes until one answers. Targets (a model and one of its
+ * deployments) are tried in order; a failure that is the route's fault
+ * (connection error, timeout, 408/409/425/429, 5xx, a malformed answer) moves
+ * on to the next, and once all were tried the ones worth retrying are tried
+ * again after a jittered exponential backoff, honouring `Retry-After` when it
+ * is short enough to wait for, until the attempt budget is spent. A refusal
+ * caused by the request itself (another 4xx) ends the call at once: another
+ * route would refuse it too. Deployments whose circuit is open are skipped
+ * without spending the budget, and a call counts against a deployment's
+ * health once, however often it retried it (so one call's retries cannot open
+ * a circuit by themselves).
+ */
+import { Duration, Effect, Either } from "effect"
+import type { Deployment, Model, Tier } from "../../services/Catalogue.ts"
+import type { Health } from "../../services/Health.ts"
+import type { UpstreamFailure } from "../../services/Providers.ts"
+
+export interface Target {
+  readonly model: Model
+  readonly deployment: Deployment
+}
+
+/** One attempt, for the receipt and the routing events (`deployment` is for operators only). */
+export interface AttemptLog {
+  readonly model: string
+  readonly tier: Tier
+  readonly deployment: string
+  readonly outcome: "ok" | "error" | "timeout"
+  readonly latencyMs: number
+  /** What went wrong, in words that name no provider (e.g. `status 503`, `timeout`). */
+  readonly failure?: string
+}
+
+export interface RetryPolicy {
+  /** Attempts per call, over all routes. */
+  readonly maxAttempts: number
+  readonly backoffBaseMs: number
+  readonly backoffCapMs: number
+  /** A `Retry-After` longer than this is not waited for: that route is not retried. */
+  readonly maxRetryWaitMs: number
+}
+
+export const DEFAULT_RETRY_POLICY: RetryPolicy = {
+  maxAttempts: 4,
+  backoffBaseMs: 100,
+  backoffCapMs: 2000,
+  maxRetryWaitMs: 2000
+}
+
+/** Every route failed (or none could be tried). */
+export interface RoutesFailed {
+  readonly attempts: ReadonlyArray<AttemptLog>
+  readonly failures: ReadonlyArray<UpstreamFailure>
+  /** Set when the request itself was refused: the failure and the route that refused it. */
+  readonly refused?: { readonly failure: UpstreamFailure; readonly target: Target }
+}
+
+export interface Answered<A> {
+  readonly value: A
+  readonly target: Target
+  /** Every attempt, the successful last one included. */
+  readonly attempts: ReadonlyArray<AttemptLog>
+  /** When the successful attempt started (`performance.now()`). */
+  readonly startedAt: number
+}
+
+/** A refusal that another route would repeat: the request's own fault. */
+export const isRequestFault = (failure: UpstreamFailure) =>
+  failure.kind === "status" && failure.status !== undefined && failure.status >= 400 && failure.status < 500 &&
+  ![408, 409, 425, 429].includes(failure.status)
+
+export const describeFailure = (failure: UpstreamFailure) =>
+  failure.kind === "status" ? `status ${failure.status}` : failure.kind
+
+const backoffMs = (policy: RetryPolicy, pass: number, random: () => number) => {
+  const ceiling = Math.min(policy.backoffCapMs, policy.backoffBaseMs * 2 ** (pass - 1))
+  return ceiling / 2 + random() * (ceiling / 2)
+}
+
+export const firstThatAnswers = <A, R>(
+  targets: ReadonlyArray<Target>,
+  policy: RetryPolicy,
+  health: Health["Type"],
+  attempt: (target: Target, attemptNumber: number) => Effect.Effect<A, UpstreamFailure, R>,
+  random: () => number = Math.random
+): Effect.Effect<Answered<A>, RoutesFailed, R> =>
+  Effect.gen(function*() {
+    const attempts: Array<AttemptLog> = []
+    const failures: Array<UpstreamFailure> = []
+    // A call counts against a deployment's health once, however often it retried it.
+    const blamed = new Set<string>()
+    let pending: ReadonlyArray<{ readonly target: Target; readonly retryAfterMs: number }> = targets.map((target) => ({
+      target,
+      retryAfterMs: 0
+    }))
+    for (let pass = 0; pending.length > 0 && attempts.length < policy.maxAttempts; pass++) {
+      const retry: Array<{ target: Target; retryAfterMs: number }> = []
+      for (const { retryAfterMs, target } of pending) {
+        if (attempts.length >= policy.maxAttempts) break
+        if (pass > 0) yield* Effect.sleep(Duration.millis(Math.max(retryAfterMs, backoffMs(policy, pass, random))))
+        if (!(yield* health.admits(target.deployment.id))) continue
+        const startedAt = performance.now()
+        const result = yield* Effect.either(attempt(target, attempts.length + 1))
+        const latencyMs = Math.round(performance.now() - startedAt)
+        const log = { model: target.model.id, tier: target.model.tier, deployment: target.deployment.id, latencyMs }
+        if (Either.isRight(result)) {
+          attempts.push({ ...log, outcome: "ok" })
+          return { value: result.right, target, attempts, startedAt }
+        }
+        const failure = result.left
+        failures.push(failure)
+        attempts.push({
+          ...log,
+          outcome: failure.kind === "timeout" ? "timeout" : "error",
+          failure: describeFailure(failure)
+        })
+        if (isRequestFault(failure)) return yield* Effect.fail<RoutesFailed>({ attempts, failures, refused: { failure, target } })
+        if (!blamed.has(target.deployment.id)) {
+          blamed.add(target.deployment.id)
+          yield* health.record({
+            deployment: target.deployment.id,
+          model: target.model.id,
+          ok: false,
+          failure: failure.kind,
+          ...(failure.status !== undefined ? { status: failure.status } : {}),
+          latencyMs,
+          attempt: attempts.length,
+          ...(failure.retryAfterSeconds !== undefined ? { retryAfterSeconds: failure.retryAfterSeconds } : {})
+          })
+        }
+        const waitMs = (failure.retryAfterSeconds ?? 0) * 1000
+        if (waitMs <= policy.maxRetryWaitMs) retry.push({ target, retryAfterMs: waitMs })
+      }
+      pending = retry
+    }
+    return yield* Effect.fail<RoutesFailed>({ attempts, failures })
+  })

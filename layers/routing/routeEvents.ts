@@ -1,0 +1,33 @@
+/**
+ * The routing events of a call, from its attempts: `provider.route` for every
+ * attempt (model, tier, why, attempt number) and `provider.fallback` for every
+ * move to another attempt (from, to, why). They name models, never providers.
+ */
+import type { CallEvent } from "../../services/Ledger.ts"
+import type { AttemptLog } from "./failover.ts"
+
+export const routeEvents = (attempts: ReadonlyArray<AttemptLog>, reason: string): ReadonlyArray<CallEvent> =>
+  attempts.flatMap((attempt, i): Array<CallEvent> => {
+    const previous = attempts[i - 1]
+    const route: CallEvent = {
+      type: "provider.route",
+      data: {
+        model: attempt.model,
+        tier: attempt.tier,
+        reason: previous === undefined ? reason : `retry after ${previous.failure ?? "a failure"}`,
+        attempt: i + 1,
+        outcome: attempt.outcome
+      }
+    }
+    if (previous === undefined) return [route]
+    const fallback: CallEvent = {
+      type: "provider.fallback",
+      data: {
+        from_model: previous.model,
+        to_model: attempt.model,
+        attempt: i + 1,
+        reason: previous.failure ?? "failure"
+      }
+    }
+    return [fallback, route]
+  })

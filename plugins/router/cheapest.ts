@@ -1,0 +1,10 @@
+/** `cheapest`: lowest expected cost for this request (input plus expected output at the model's price). */
+import { registerStrategy, type RouterStrategy } from "../../services/Router.ts"
+import { byCostThenQuality } from "./scoring.ts"
+
+export const strategy: RouterStrategy = {
+  id: "cheapest",
+  rank: (candidates) => ({ order: [...candidates].sort(byCostThenQuality), reason: "lowest expected cost" })
+}
+
+export const CheapestStrategy = registerStrategy(strategy)
