@@ -15,6 +15,7 @@ import { Core } from "../../layers/Core.ts"
 import { AppConfig } from "../../services/Config.ts"
 import { HttpLive } from "../../src/Server.ts"
 import { freshDatabase, type TestDatabase } from "./database.ts"
+import { secretsOf, tapResponses } from "./responseTap.ts"
 
 export interface TestGateway {
   /** `http://127.0.0.1:<port>` */
@@ -78,6 +79,9 @@ export const startGateway = async (
   })
   const { port } = server.address as HttpServer.TcpAddress
   const url = `http://127.0.0.1:${port}`
+  // Everything a non-operator caller receives is scanned for upstream names when the gateway closes.
+  const tap = tapResponses(port, new Set([adminKey]))
+  const secrets = secretsOf(options.config, options.env ?? {})
 
   const request: TestGateway["request"] = async (method, path, { body, headers, key = adminKey } = {}) => {
     const response = await fetch(`${url}${path}`, {
@@ -116,6 +120,9 @@ export const startGateway = async (
       await runtime.dispose()
       await dropOwned()
       rmSync(dir, { recursive: true, force: true })
+      tap.stop()
+      const leaks = tap.texts().flatMap((text) => secrets.filter((secret) => text.includes(secret)).map((secret) => `${secret} in ${text.slice(0, 300)}`))
+      if (leaks.length > 0) throw new Error(`a caller was shown upstream names:\n${leaks.join("\n")}`)
     }
   }
 }
