@@ -32,7 +32,7 @@ import type { UpstreamCompletion, UpstreamFailure } from "../services/Providers.
 import { type RequestShape, RouterStrategies } from "../services/Router.ts"
 import { billOf, SERVED_CLASS, scopedReservation, withReservation } from "./billedCall.ts"
 import { orderDeployments } from "./routing/deploymentOrder.ts"
-import { type Answered, type AttemptLog, DEFAULT_RETRY_POLICY, firstThatAnswers, type RoutesFailed, type Target } from "./routing/failover.ts"
+import { type Answered, type AttemptLog, firstThatAnswers, type RoutesFailed, type Target } from "./routing/failover.ts"
 import { marginFloors, meetsFloor } from "./routing/marginFloor.ts"
 import { routeEvents } from "./routing/routeEvents.ts"
 import { planRoute, type RoutePlan } from "./routing/routePlan.ts"
@@ -89,7 +89,7 @@ export const ChatGatewayLive = Layer.effect(
     const config = yield* AppConfig
 
     const floor = marginFloors(config.file.marginFloor)[SERVED_CLASS]
-    const policy = DEFAULT_RETRY_POLICY
+    const policy = config.file.routing.retry
 
     /** Expected time to a whole answer on the model's best measured deployment. */
     const expectedLatencyMs = (model: Model, outputTokens: number): number | undefined => {

@@ -121,6 +121,20 @@ const healthDefaults: HealthSettings = {
   statsFlushMillis: 5000
 }
 
+/** Retries of a call across its routes (layers/routing/failover.ts). */
+export const RetrySettings = Schema.Struct({
+  /** Attempts per call, over all its routes. */
+  maxAttempts: Schema.optionalWith(PositiveInt, { default: () => 4 }),
+  /** Backoff before a route is tried again: this, doubling per round, jittered. */
+  backoffBaseMs: Schema.optionalWith(PositiveInt, { default: () => 100 }),
+  backoffCapMs: Schema.optionalWith(PositiveInt, { default: () => 2000 }),
+  /** A `Retry-After` up to this long is waited for; a longer one leaves the route out of the call. */
+  maxRetryWaitMs: Schema.optionalWith(PositiveInt, { default: () => 2000 })
+})
+export type RetrySettings = typeof RetrySettings.Type
+
+const retryDefaults: RetrySettings = { maxAttempts: 4, backoffBaseMs: 100, backoffCapMs: 2000, maxRetryWaitMs: 2000 }
+
 /** The config file. */
 export const ConfigFile = Schema.Struct({
   marginFloor: Schema.optional(Schema.partial(Schema.Record({ key: PrivacyClass, value: Decimal }))),
@@ -137,9 +151,10 @@ export const ConfigFile = Schema.Struct({
   ),
   routing: Schema.optionalWith(
     Schema.Struct({
-      health: Schema.optionalWith(HealthSettings, { default: () => healthDefaults })
+      health: Schema.optionalWith(HealthSettings, { default: () => healthDefaults }),
+      retry: Schema.optionalWith(RetrySettings, { default: () => retryDefaults })
     }),
-    { default: () => ({ health: healthDefaults }) }
+    { default: () => ({ health: healthDefaults, retry: retryDefaults }) }
   ),
   limits: Schema.optionalWith(
     Schema.Struct({

@@ -13,6 +13,7 @@
  */
 import { Duration, Effect, Either } from "effect"
 import type { Deployment, Model, Tier } from "../../services/Catalogue.ts"
+import type { RetrySettings } from "../../services/Config.ts"
 import type { Health } from "../../services/Health.ts"
 import type { UpstreamFailure } from "../../services/Providers.ts"
 
@@ -32,21 +33,7 @@ export interface AttemptLog {
   readonly failure?: string
 }
 
-export interface RetryPolicy {
-  /** Attempts per call, over all routes. */
-  readonly maxAttempts: number
-  readonly backoffBaseMs: number
-  readonly backoffCapMs: number
-  /** A `Retry-After` longer than this is not waited for: that route is not retried. */
-  readonly maxRetryWaitMs: number
-}
-
-export const DEFAULT_RETRY_POLICY: RetryPolicy = {
-  maxAttempts: 4,
-  backoffBaseMs: 100,
-  backoffCapMs: 2000,
-  maxRetryWaitMs: 2000
-}
+export type RetryPolicy = RetrySettings
 
 /** Every route failed (or none could be tried). */
 export interface RoutesFailed {

@@ -1,0 +1,92 @@
+/** The failover loop on its own, with a recording double of the health service. */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Exit, Fiber, TestClock } from "effect"
+import { firstThatAnswers, type RetryPolicy, type Target } from "../layers/routing/failover.ts"
+import type { Deployment, Model } from "../services/Catalogue.ts"
+import type { Health, Outcome } from "../services/Health.ts"
+import { UpstreamFailure } from "../services/Providers.ts"
+
+const model = { id: "svc/m", tier: "third_party" } as Model
+const target = (id: string): Target => ({ model, deployment: { id } as Deployment })
+
+const policy: RetryPolicy = { maxAttempts: 4, backoffBaseMs: 100, backoffCapMs: 1000, maxRetryWaitMs: 2000 }
+
+const healthDouble = (closed: (id: string) => boolean = () => true) => {
+  const recorded: Array<Outcome> = []
+  const health = {
+    record: (outcome: Outcome) => Effect.sync(() => void recorded.push(outcome)),
+    view: () => { throw new Error("not used") },
+    admits: (id: string) => Effect.succeed(closed(id))
+  } as unknown as Health["Type"]
+  return { health, recorded }
+}
+
+const failure = (kind: UpstreamFailure["kind"], status?: number, retryAfterSeconds?: number) =>
+  new UpstreamFailure({
+    kind,
+    detail: "scripted",
+    ...(status !== undefined ? { status } : {}),
+    ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {})
+  })
+
+/** Answers per deployment in turn: a failure, or "ok". */
+const scripted = (script: Record<string, Array<UpstreamFailure | "ok">>) => {
+  const calls: Array<string> = []
+  const attempt = ({ deployment }: Target) =>
+    Effect.suspend(() => {
+      calls.push(deployment.id)
+      const next = script[deployment.id]!.shift() ?? "ok"
+      return next === "ok" ? Effect.succeed(deployment.id) : Effect.fail(next)
+    })
+  return { attempt, calls }
+}
+
+describe("failover", () => {
+  it.effect("tries the next route at once, and retries after a backoff within the budget", () =>
+    Effect.gen(function*() {
+      const { health, recorded } = healthDouble()
+      const { attempt, calls } = scripted({ a: [failure("status", 503), failure("connection")], b: [failure("timeout")] })
+      const fiber = yield* Effect.fork(firstThatAnswers([target("a"), target("b")], policy, health, attempt, () => 1))
+      yield* TestClock.adjust("1 second")
+      const answered = yield* Fiber.join(fiber)
+      expect(answered.value).toBe("b")
+      expect(calls).toEqual(["a", "b", "a", "b"])
+      expect(answered.attempts.map((a) => a.outcome)).toEqual(["error", "timeout", "error", "ok"])
+      // Each deployment is blamed once per call, however often it was retried.
+      expect(recorded.map((outcome) => outcome.deployment)).toEqual(["a", "b"])
+    }))
+
+  it.effect("stops at once on a refusal of the request itself, and blames nobody", () =>
+    Effect.gen(function*() {
+      const { health, recorded } = healthDouble()
+      const { attempt, calls } = scripted({ a: [failure("status", 400)], b: [] })
+      const exit = yield* Effect.exit(firstThatAnswers([target("a"), target("b")], policy, health, attempt))
+      expect(Exit.isFailure(exit)).toBe(true)
+      expect(calls).toEqual(["a"])
+      expect(recorded).toEqual([])
+    }))
+
+  it.effect("waits out a short Retry-After, leaves a long one out, and keeps to the attempt budget", () =>
+    Effect.gen(function*() {
+      const { health, recorded } = healthDouble()
+      const { attempt, calls } = scripted({
+        short: [failure("status", 429, 1), failure("status", 429, 1), failure("status", 429, 1), failure("status", 429, 1)],
+        long: [failure("status", 429, 60)]
+      })
+      const fiber = yield* Effect.fork(Effect.exit(firstThatAnswers([target("short"), target("long")], policy, health, attempt, () => 1)))
+      yield* TestClock.adjust("10 seconds")
+      const exit = yield* Fiber.join(fiber)
+      expect(Exit.isFailure(exit)).toBe(true)
+      expect(calls).toEqual(["short", "long", "short", "short"])
+      expect(recorded.find((outcome) => outcome.deployment === "long")?.retryAfterSeconds).toBe(60)
+    }))
+
+  it.effect("skips routes whose circuit does not admit the call, without spending the budget", () =>
+    Effect.gen(function*() {
+      const { health } = healthDouble((id) => id !== "open")
+      const { attempt, calls } = scripted({ open: [], b: [] })
+      const answered = yield* firstThatAnswers([target("open"), target("b")], policy, health, attempt)
+      expect(calls).toEqual(["b"])
+      expect(answered.attempts).toHaveLength(1)
+    }))
+})
