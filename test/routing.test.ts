@@ -8,17 +8,21 @@
  */
 import OpenAI from "openai"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { type FakeAnthropic, startFakeAnthropic } from "./support/fakeAnthropicUpstream.ts"
+import { type FakeGemini, startFakeGemini } from "./support/fakeGeminiUpstream.ts"
 import { type FakeOpenAi, startFakeOpenAi } from "./support/fakeOpenAiUpstream.ts"
 import { startGateway, type TestGateway } from "./support/gateway.ts"
 import { moneyViolations } from "./support/invariants.ts"
 
-const PROVIDERS = ["route-primary", "route-backup", "route-other", "route-cooler"] as const
+const PROVIDERS = ["route-primary", "route-backup", "route-other", "route-cooler", "route-messages", "route-generate"] as const
 const UPSTREAM_KEY = "sk-route-secret-8812"
 
 let primary: FakeOpenAi
 let backup: FakeOpenAi
 let other: FakeOpenAi
 let cooler: FakeOpenAi
+let anthropic: FakeAnthropic
+let gemini: FakeGemini
 let gateway: TestGateway
 /** Every status line, header and body a caller received, for the leak scan at the end. */
 const seen: Array<string> = []
@@ -30,6 +34,7 @@ beforeAll(async () => {
     startFakeOpenAi(),
     startFakeOpenAi()
   ])
+  ;[anthropic, gemini] = await Promise.all([startFakeAnthropic(), startFakeGemini()])
   const provider = (id: string, upstream: FakeOpenAi, deployments: Array<unknown>) => ({
     id,
     plugin: "openai-compatible",
@@ -67,7 +72,7 @@ beforeAll(async () => {
           capabilities: ["chat"],
           quality: 0.3
         },
-        ...["svc/gamma", "svc/delta", "svc/cool"].map((id) => ({
+        ...["svc/gamma", "svc/delta", "svc/cool", "svc/mixed"].map((id) => ({
           id,
           context: 32000,
           pricing: { input: "1.00", output: "2.00" },
@@ -90,7 +95,18 @@ beforeAll(async () => {
           { model: "svc/gamma", upstreamModel: "gamma-upstream" },
           { model: "svc/delta", upstreamModel: "delta-upstream" }
         ]),
-        provider(PROVIDERS[3], cooler, [{ model: "svc/cool", upstreamModel: "cool-upstream-cheap", cost: { input: "0.40", output: "0.80" } }])
+        provider(PROVIDERS[3], cooler, [{ model: "svc/cool", upstreamModel: "cool-upstream-cheap", cost: { input: "0.40", output: "0.80" } }]),
+        // One model on two wire formats: the Anthropic-speaking route is cheaper, so it is tried first.
+        {
+          ...provider(PROVIDERS[4], primary, [{ model: "svc/mixed", upstreamModel: "mixed-upstream-messages", cost: { input: "0.30", output: "0.60" } }]),
+          plugin: "anthropic",
+          baseUrl: anthropic.baseUrl
+        },
+        {
+          ...provider(PROVIDERS[5], primary, [{ model: "svc/mixed", upstreamModel: "mixed-upstream-generate", cost: { input: "0.60", output: "1.20" } }]),
+          plugin: "gemini",
+          baseUrl: gemini.baseUrl
+        }
       ]
     },
     env: { ROUTE_KEY: UPSTREAM_KEY }
@@ -98,11 +114,13 @@ beforeAll(async () => {
 })
 afterEach(async () => {
   for (const upstream of [primary, backup, other, cooler]) upstream.behave({})
+  anthropic.behave({})
+  gemini.behave({})
   expect(await moneyViolations(gateway.query)).toEqual([])
 })
 afterAll(async () => {
   await gateway?.close()
-  await Promise.all([primary, backup, other, cooler].map((upstream) => upstream?.close()))
+  await Promise.all([primary, backup, other, cooler, anthropic, gemini].map((upstream) => upstream?.close()))
 })
 
 /** A fresh account per test: its own receipts and events. */
@@ -226,6 +244,26 @@ describe("failover between deployments", () => {
     expect(response.status).toBe(504)
     expect(response.body.error.code).toBe("upstream_timeout")
     expect(await receiptsOf(id)).toEqual([])
+  })
+})
+
+describe("failover across wire formats", () => {
+  it("moves from an Anthropic-speaking route to a Gemini-speaking one, for JSON and streams", async () => {
+    const { id, key } = await account()
+    anthropic.behave({ status: 529 })
+    const json = await chat(key, hello("svc/mixed"))
+    expect(json.status).toBe(200)
+    expect(json.body.choices[0].message.content.length).toBeGreaterThan(0)
+    const client = new OpenAI({ apiKey: key, baseURL: `${gateway.url}/v1`, maxRetries: 0 })
+    anthropic.behave({ resetBeforeHeaders: true })
+    const stream = await client.chat.completions.create({ ...hello("svc/mixed"), stream: true } as any) as any
+    let text = ""
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? ""
+    expect(text.length).toBeGreaterThan(0)
+    const receipts = await receiptsOf(id)
+    expect(receipts.map((receipt) => receipt.attempts.map((attempt: any) => attempt.outcome))).toEqual([["error", "ok"], ["error", "ok"]])
+    expect(anthropic.requests.length).toBeGreaterThanOrEqual(2)
+    expect(gemini.requests.length).toBe(2)
   })
 })
 
@@ -363,7 +401,8 @@ describe("what callers see", () => {
       "gamma-upstream",
       "delta-upstream",
       "cool-upstream",
-      ...[primary, backup, other, cooler].map((upstream) => new URL(upstream.baseUrl).host)
+      "mixed-upstream",
+      ...[primary, backup, other, cooler, anthropic, gemini].map((upstream) => new URL(upstream.baseUrl).host)
     ]
     for (const text of seen) for (const leak of leaks) expect(text).not.toContain(leak)
   })
