@@ -35,7 +35,7 @@ import { loadConfig } from "../layers/ConfigLive.ts"
 import { Core, coreWith } from "../layers/Core.ts"
 import { NotFound } from "../services/ApiError.ts"
 import { AppConfig } from "../services/Config.ts"
-import { Ledger } from "../services/Ledger.ts"
+import { Ledger, receiptOf } from "../services/Ledger.ts"
 import { HttpLive } from "../src/Server.ts"
 import { freshDatabase } from "../test/support/database.ts"
 import { children, median, nextMessage, spawnChild } from "./children.ts"
@@ -72,24 +72,7 @@ export const NoopLedger = Layer.succeed(Ledger, {
   settle: (reservation, bill) =>
     Effect.sync(() => {
       const now = new Date()
-      return {
-        id: reservation.id,
-        accountId: reservation.accountId,
-        requestId: reservation.requestId,
-        createdAt: now,
-        endpoint: bill.endpoint,
-        model: bill.model,
-        tier: bill.tier,
-        privacyClass: bill.privacyClass,
-        usage: bill.usage,
-        price: bill.price,
-        cost: bill.cost,
-        estimated: reservation.amount,
-        reservedAt: reservation.reservedAt,
-        settledAt: now,
-        balanceAfter: 0n,
-        attempts: bill.attempts
-      }
+      return receiptOf(reservation, bill, { total: bill.cost.total, balanceAfter: 0n, createdAt: now, settledAt: now })
     }),
   release: () => Effect.void,
   sweepExpired: Effect.succeed(0),

@@ -15,7 +15,7 @@ import { InsufficientFunds, NotFound } from "../services/ApiError.ts"
 import type { Tier } from "../services/Catalogue.ts"
 import { AppConfig, type PrivacyClass } from "../services/Config.ts"
 import { Ids } from "../services/Ids.ts"
-import { type Attempt, type Bill, Ledger, type Receipt, type Reservation } from "../services/Ledger.ts"
+import { type Attempt, type Bill, Ledger, type Receipt, receiptOf, type Reservation } from "../services/Ledger.ts"
 import { formatUsd, type Nanos, fromNumericColumn } from "../services/Money.ts"
 import { makeSerialBatches } from "./serialBatches.ts"
 
@@ -76,28 +76,13 @@ interface SettledRow {
   readonly settled_at: Date
 }
 
-const settledReceipt = ({ bill, reservation }: SettleItem, row: SettledRow): Receipt => {
-  const total = money(row.total_usd)
-  return {
-    id: reservation.id,
-    accountId: reservation.accountId,
-    requestId: reservation.requestId,
-    createdAt: row.created_at,
-    endpoint: bill.endpoint,
-    model: bill.model,
-    tier: bill.tier,
-    privacyClass: bill.privacyClass,
-    usage: bill.usage,
-    price: bill.price,
-    // The clamp rule may charge less than the bill; the margin absorbs the difference.
-    cost: { upstream: bill.cost.upstream, margin: total - bill.cost.upstream, total },
-    estimated: reservation.amount,
-    reservedAt: reservation.reservedAt,
-    settledAt: row.settled_at,
+const settledReceipt = ({ bill, reservation }: SettleItem, row: SettledRow): Receipt =>
+  receiptOf(reservation, bill, {
+    total: money(row.total_usd),
     balanceAfter: money(row.balance_after_usd),
-    attempts: bill.attempts
-  }
-}
+    createdAt: row.created_at,
+    settledAt: row.settled_at
+  })
 
 const min = (a: Nanos, b: Nanos) => (a < b ? a : b)
 

@@ -84,3 +84,30 @@ export class Ledger extends Context.Tag("svc/Ledger")<Ledger, {
   /** A receipt of the given account; another account's receipt is not found. */
   readonly receipt: (accountId: string, id: string) => Effect.Effect<Receipt, NotFound>
 }>() {}
+
+/**
+ * The receipt of a settled call: its bill as charged. A charge below the bill (the clamp rule)
+ * comes out of the margin.
+ */
+export const receiptOf = (
+  reservation: Reservation,
+  bill: Bill,
+  settled: { readonly total: Nanos; readonly balanceAfter: Nanos; readonly createdAt: Date; readonly settledAt: Date }
+): Receipt => ({
+  id: reservation.id,
+  accountId: reservation.accountId,
+  requestId: reservation.requestId,
+  createdAt: settled.createdAt,
+  endpoint: bill.endpoint,
+  model: bill.model,
+  tier: bill.tier,
+  privacyClass: bill.privacyClass,
+  usage: bill.usage,
+  price: bill.price,
+  cost: { upstream: bill.cost.upstream, margin: settled.total - bill.cost.upstream, total: settled.total },
+  estimated: reservation.amount,
+  reservedAt: reservation.reservedAt,
+  settledAt: settled.settledAt,
+  balanceAfter: settled.balanceAfter,
+  attempts: bill.attempts
+})
