@@ -8,15 +8,9 @@ import { Effect, Layer, Option } from "effect"
 import { Catalogue, type Deployment, type Model, type TokenPrice } from "../services/Catalogue.ts"
 import { AppConfig, type Capability, ConfigInvalid, type ModelConfig, type PrivacyClass, type ProviderPrivacy } from "../services/Config.ts"
 import { parseUsd } from "../services/Money.ts"
+import { CLASS_RANK } from "../services/Privacy.ts"
 import { ProviderRegistry } from "../services/Providers.ts"
 import { houseModels } from "./houseModels.ts"
-
-const CLASS_RANK: ReadonlyArray<PrivacyClass> = [
-  "standard_route",
-  "protected_provider_route",
-  "private_gateway_route",
-  "confidential_runtime_route"
-]
 
 /** An upstream that says nothing about its policy counts as storing, logging and training. */
 const unknownPolicy: ProviderPrivacy = { stores: true, logs: true, trains: true, operatorControlled: false }
@@ -92,7 +86,8 @@ export const CatalogueLive = Layer.scoped(
       const adapter = yield* plugin.value.make(provider, config.env).pipe(
         Effect.mapError((error) => new ConfigInvalid({ field: `${at}.${error.field}`, reason: error.reason }))
       )
-      const privacyClasses = classesEarned(provider.privacy ?? plugin.value.privacyDefaults ?? unknownPolicy)
+      const policy = provider.privacy ?? plugin.value.privacyDefaults ?? unknownPolicy
+      const privacyClasses = classesEarned(policy)
       for (const [slot, deployment] of provider.deployments.entries()) {
         if (!definitions.has(deployment.model)) {
           return yield* new ConfigInvalid({
@@ -110,6 +105,7 @@ export const CatalogueLive = Layer.scoped(
           // An omitted cost means a free upstream (the sandbox, self-hosted models).
           cost: deployment.cost === undefined ? FREE : priceOf(deployment.cost),
           privacyClasses,
+          policy,
           weight: deployment.weight,
           adapter
         })

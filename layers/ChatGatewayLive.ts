@@ -16,24 +16,32 @@
  * id, so nothing the caller sees names the upstream.
  */
 import { Chunk, Effect, ExecutionStrategy, Exit, FiberRef, Layer, Option, Scope, Stream } from "effect"
-import { currentRequestId, type InvalidRequest, ServiceUnavailable, UpstreamError } from "../services/ApiError.ts"
+import {
+  currentRequestId,
+  type InvalidRequest,
+  PrivacyUnavailable,
+  ServiceUnavailable,
+  UpstreamError
+} from "../services/ApiError.ts"
 import type { Principal } from "../services/ApiKeys.ts"
 import { Catalogue, type Model } from "../services/Catalogue.ts"
 import type { ChatChunk, ChatRequest, Usage } from "../services/Chat.ts"
 import { ChatGateway } from "../services/ChatGateway.ts"
-import { AppConfig } from "../services/Config.ts"
+import { AppConfig, type PrivacyClass } from "../services/Config.ts"
 import { EventLog } from "../services/EventLog.ts"
 import { Health } from "../services/Health.ts"
 import { Ids } from "../services/Ids.ts"
-import { type Attempt, Ledger, type Reservation } from "../services/Ledger.ts"
+import { type Attempt, type CallEvent, Ledger, type Reservation } from "../services/Ledger.ts"
 import type { Nanos } from "../services/Money.ts"
 import { Pricing, type TokenUsage } from "../services/Pricing.ts"
+import { type PrivacyBlock, privacyBlock, strongest } from "../services/Privacy.ts"
 import type { UpstreamCompletion, UpstreamFailure } from "../services/Providers.ts"
 import { type RequestShape, RouterStrategies } from "../services/Router.ts"
-import { billOf, SERVED_CLASS, scopedReservation, withReservation } from "./billedCall.ts"
+import { billOf, scopedReservation, withReservation } from "./billedCall.ts"
 import { orderDeployments } from "./routing/deploymentOrder.ts"
 import { type Answered, type AttemptLog, firstThatAnswers, type RoutesFailed, type Target } from "./routing/failover.ts"
 import { marginFloors, meetsFloor } from "./routing/marginFloor.ts"
+import { privacyAskOf } from "./routing/privacyAsk.ts"
 import { routeEvents } from "./routing/routeEvents.ts"
 import { planRoute, type RoutePlan } from "./routing/routePlan.ts"
 import { shapeOf } from "./routing/requestShape.ts"
@@ -70,6 +78,10 @@ const asAttempt = (log: AttemptLog): Attempt => ({
 
 interface Route {
   readonly plan: RoutePlan
+  /** The class every route of this call earns: what the response and the receipt promise. */
+  readonly served: PrivacyClass
+  /** Events recorded with the receipt: the class served, and a downgrade if the caller allowed one. */
+  readonly privacyEvents: ReadonlyArray<CallEvent>
   readonly shape: RequestShape
   readonly targets: ReadonlyArray<Target>
   /** The reservation: the largest estimate among the models that may serve. */
@@ -88,7 +100,7 @@ export const ChatGatewayLive = Layer.effect(
     const events = yield* EventLog
     const config = yield* AppConfig
 
-    const floor = marginFloors(config.file.marginFloor)[SERVED_CLASS]
+    const floors = marginFloors(config.file.marginFloor)
     const policy = config.file.routing.retry
 
     /** Expected time to a whole answer on the model's best measured deployment. */
@@ -104,23 +116,82 @@ export const ChatGatewayLive = Layer.effect(
       return best
     }
 
-    const route = (request: ChatRequest): Effect.Effect<Route, InvalidRequest | ServiceUnavailable | UpstreamError> =>
+    /** Classes some deployment of the model can earn. */
+    const earnable = (model: Model) => new Set(catalogue.deployments(model.id).flatMap((deployment) => deployment.privacyClasses))
+
+    const rejectPrivacy = <E>(request: ChatRequest, principal: Principal, error: E, data: Record<string, unknown>) =>
+      Effect.zipRight(
+        Effect.flatMap(FiberRef.get(currentRequestId), (requestId) =>
+          events.record({
+            type: "privacy.rejected",
+            accountId: principal.accountId!,
+            ...(typeof requestId === "string" ? { requestId } : {}),
+            data: { model: request.model, ...data }
+          })),
+        Effect.fail(error)
+      )
+
+    const route = (
+      request: ChatRequest,
+      principal: Principal
+    ): Effect.Effect<Route, InvalidRequest | PrivacyUnavailable | ServiceUnavailable | UpstreamError> =>
       Effect.gen(function*() {
+        const ask = yield* privacyAskOf(request)
         const inputTokens = pricing.countInput(request)
         const shape = shapeOf(request, inputTokens)
         const expectedOutput = shape.requestedOutput ?? EXPECTED_OUTPUT_TOKENS
-        const plan = yield* planRoute(request, shape, catalogue, strategies, (model) => ({
+        const planned = yield* planRoute(request, shape, catalogue, strategies, (model) => ({
           model,
           expectedCost: pricing.amount(model.pricing, { inputTokens, outputTokens: expectedOutput }),
           expectedLatencyMs: expectedLatencyMs(model, expectedOutput)
         }))
+
+        // The class promised: the one asked for when some planned model earns it; the strongest the
+        // first model earns for `bestAvailable`, or when the caller allowed a lower class. Fallbacks
+        // and retries only go to deployments that earn it: never weaker than promised.
+        const first = planned.models[0]!
+        const requested = ask.requested === "best_available" ? strongest(earnable(first))! : ask.requested
+        let served = requested
+        const privacyEvents: Array<CallEvent> = []
+        if (!planned.models.some((model) => earnable(model).has(requested))) {
+          if (!ask.allowFallback) {
+            return yield* rejectPrivacy(
+              request,
+              principal,
+              new PrivacyUnavailable({
+                message: `${first.id} cannot be served at ${requested}; set privacy.allowFallbackToLowerClass to accept ` +
+                  `the strongest class it earns, or choose another model (GET /v1/models lists each model's classes).`,
+                param: "privacy.class"
+              }),
+              { requested, reason: "not_earnable" }
+            )
+          }
+          served = strongest(earnable(first))!
+          privacyEvents.push({ type: "privacy.downgraded", data: { requested, served, model: first.id } })
+        }
+        if (served === "confidential_runtime_route") {
+          // Fail closed: a confidential route needs a fresh attestation verdict, and none is verified yet.
+          return yield* rejectPrivacy(
+            request,
+            principal,
+            new ServiceUnavailable({
+              code: "privacy_class_runtime_unavailable",
+              message: "No confidential runtime of this model has a verified attestation now (reason: attestation_not_verified)."
+            }),
+            { requested, reason: "attestation_not_verified" }
+          )
+        }
+        const plan = { ...planned, models: planned.models.filter((model) => earnable(model).has(served)) }
+        privacyEvents.push({ type: "privacy.class_served", data: { class: served } })
+
+        const floor = floors[served]
         const targets: Array<Target> = []
         let amount = 0n
         let floorMet = false
         for (const model of plan.models) {
           const estimate = pricing.estimateFor(model, inputTokens, shape.requestedOutput)
           const passing = catalogue.deployments(model.id).filter((deployment) =>
-            meetsFloor(pricing.cost(model, deployment, estimate), floor)
+            deployment.privacyClasses.includes(served) && meetsFloor(pricing.cost(model, deployment, estimate), floor)
           )
           if (passing.length === 0) continue
           floorMet = true
@@ -131,13 +202,13 @@ export const ChatGatewayLive = Layer.effect(
         if (!floorMet) {
           return yield* new ServiceUnavailable({
             code: "margin_floor_violated",
-            message: `No route for ${plan.models[0]!.id} meets the margin floor of the ${SERVED_CLASS} class.`
+            message: `No route for ${plan.models[0]!.id} meets the margin floor of the ${served} class.`
           })
         }
         if (targets.length === 0) {
           return yield* new UpstreamError({ message: "Every route for this request is recovering from failures; try again shortly." })
         }
-        return { plan, shape, targets, amount }
+        return { plan, served, privacyEvents, shape, targets, amount }
       })
 
     /** Every route failed: the routing events still tell the story; then the caller's error. */
@@ -168,7 +239,7 @@ export const ChatGatewayLive = Layer.effect(
     const settle = (
       reservation: Reservation,
       answered: Answered<unknown>,
-      plan: RoutePlan,
+      route: Route,
       usage: TokenUsage,
       attempts: ReadonlyArray<AttemptLog>
     ) =>
@@ -181,9 +252,13 @@ export const ChatGatewayLive = Layer.effect(
           answered.target.deployment,
           usage,
           attempts.map(asAttempt),
-          routeEvents(attempts, plan.reason)
+          [...routeEvents(attempts, route.plan.reason), ...route.privacyEvents],
+          route.served
         )
       )
+
+    const blockFor = (route: Route, answered: Answered<unknown>): PrivacyBlock =>
+      privacyBlock(route.served, answered.target.deployment.policy.trains)
 
     /** Usage by our own count, for an upstream that reported none. */
     const countedUsage = (request: ChatRequest, completion: UpstreamCompletion): Usage => {
@@ -221,7 +296,8 @@ export const ChatGatewayLive = Layer.effect(
     return {
       complete: (request, principal) =>
         Effect.gen(function*() {
-          const { amount, plan, targets } = yield* route(request)
+          const routed = yield* route(request, principal)
+          const { amount, plan, targets } = routed
           // A failed or abandoned call is not billed.
           return yield* withReservation(ledger, ids, principal, amount, (reservation) =>
             firstThatAnswers(targets, policy, health, ({ deployment }) =>
@@ -232,8 +308,11 @@ export const ChatGatewayLive = Layer.effect(
                   const usage = completion.usage ?? countedUsage(request, completion)
                   const model = answered.target.model.id
                   return recordSuccess(answered, answered.attempts.at(-1)!.latencyMs, usage.completion_tokens).pipe(
-                    Effect.zipRight(settle(reservation, answered, plan, fromUsage(usage), answered.attempts)),
-                    Effect.map((receipt) => ({ completion: { ...completion, id: ids.completion(), model, usage }, receipt })),
+                    Effect.zipRight(settle(reservation, answered, routed, fromUsage(usage), answered.attempts)),
+                    Effect.map((receipt) => ({
+                      completion: { ...completion, id: ids.completion(), model, usage, privacy: blockFor(routed, answered) },
+                      receipt
+                    })),
                     Effect.uninterruptible
                   )
                 })
@@ -242,7 +321,8 @@ export const ChatGatewayLive = Layer.effect(
 
       stream: (request, principal) =>
         Effect.gen(function*() {
-          const { amount, plan, targets } = yield* route(request)
+          const routed = yield* route(request, principal)
+          const { amount, plan, targets } = routed
           let closed = false
           // A response that is never pulled (the client left first) still frees its reservation.
           const reservation = yield* scopedReservation(ledger, ids, principal, amount, () => closed)
@@ -254,6 +334,8 @@ export const ChatGatewayLive = Layer.effect(
           const { deployment, model } = answered.target
           const wantsUsage = request.stream_options?.include_usage === true
           const id = ids.completion()
+          const privacy = blockFor(routed, answered)
+          let privacySent = false
           let reported: Usage | undefined
           let generated = ""
           let failure: UpstreamFailure | undefined
@@ -288,7 +370,7 @@ export const ChatGatewayLive = Layer.effect(
             if (reported === undefined && generated === "" && failure !== undefined) {
               return Effect.zipRight(recorded, ledger.release(reservation))
             }
-            return Effect.zipRight(recorded, settle(reservation, answered, plan, usage, attempts))
+            return Effect.zipRight(recorded, settle(reservation, answered, routed, usage, attempts))
           })
 
           return {
@@ -302,7 +384,24 @@ export const ChatGatewayLive = Layer.effect(
               ),
               // Adapters always report usage (billing needs it); the caller sees it only if asked.
               Stream.filter((chunk) => wantsUsage || chunk.choices.length > 0),
-              Stream.map((chunk): ChatChunk => ({ ...chunk, id, model: model.id })),
+              // The privacy block rides on the final chunk: the usage chunk when the caller asked for
+              // usage, else the one with the finish reason (or, if none came, a last chunk of its own).
+              Stream.map((chunk): ChatChunk => {
+                const final = wantsUsage ? chunk.usage != null : chunk.choices.some((choice) => choice.finish_reason !== null)
+                if (!final || privacySent) return { ...chunk, id, model: model.id }
+                privacySent = true
+                return { ...chunk, id, model: model.id, privacy }
+              }),
+              Stream.concat(Stream.suspend(() =>
+                privacySent ? Stream.empty : Stream.succeed<ChatChunk>({
+                  id,
+                  object: "chat.completion.chunk",
+                  created: Math.floor(Date.now() / 1000),
+                  model: model.id,
+                  choices: [],
+                  privacy
+                })
+              )),
               Stream.catchAll((upstream) => {
                 failure = upstream
                 return Stream.fromEffect(toApiError(deployment)(upstream))

@@ -9,7 +9,7 @@ import type { Attempt, Bill, CallEvent, Ledger, Reservation } from "../services/
 import type { Nanos } from "../services/Money.ts"
 import type { Pricing, TokenUsage } from "../services/Pricing.ts"
 
-/** Until privacy classes are enforced, every call is served at the weakest class. */
+/** Embeddings take no privacy envelope: they are served, and receipted, at the standard class. */
 export const SERVED_CLASS: PrivacyClass = "standard_route"
 
 /** The listed model a request names, if it has the capability the endpoint needs. */
@@ -86,12 +86,13 @@ export const billOf = (
   deployment: Deployment,
   usage: TokenUsage,
   attempts: ReadonlyArray<Attempt>,
-  events: ReadonlyArray<CallEvent> = []
+  events: ReadonlyArray<CallEvent> = [],
+  privacyClass: PrivacyClass = SERVED_CLASS
 ): Bill => ({
   endpoint,
   model: model.id,
   tier: model.tier,
-  privacyClass: SERVED_CLASS,
+  privacyClass,
   usage,
   price: model.pricing,
   cost: pricing.cost(model, deployment, usage),

@@ -39,6 +39,11 @@ export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()(
   "PayloadTooLarge",
   fields("payload_too_large")
 ) {}
+/** 422: the privacy class asked for cannot be earned by the model (and no fallback to a lower one was allowed). */
+export class PrivacyUnavailable extends Schema.TaggedError<PrivacyUnavailable>()(
+  "PrivacyUnavailable",
+  fields("privacy_class_unavailable_for_model")
+) {}
 /** 500: a fault of ours; the message never carries internals. */
 export class InternalError extends Schema.TaggedError<InternalError>()("InternalError", fields("internal_error")) {}
 /** 503: no route may serve the call now (e.g. `margin_floor_violated`). */
@@ -63,6 +68,7 @@ export type ApiError =
   | NotFound
   | Conflict
   | PayloadTooLarge
+  | PrivacyUnavailable
   | InternalError
   | UpstreamError
   | ServiceUnavailable
@@ -87,6 +93,7 @@ const descriptions: Record<ApiError["_tag"], string> = {
   NotFound: "No such resource for this account",
   Conflict: "The idempotency reference or key was used before with different content",
   PayloadTooLarge: "The request body is over the configured limit",
+  PrivacyUnavailable: "The requested privacy class cannot be earned by the model, and falling back to a lower class was not allowed",
   InternalError: "A fault on our side",
   UpstreamError: "Every eligible route failed",
   ServiceUnavailable: "No route may serve the call now: below the margin floor, or its runtime is unavailable",
@@ -102,6 +109,7 @@ const statuses = {
   NotFound: 404,
   Conflict: 409,
   PayloadTooLarge: 413,
+  PrivacyUnavailable: 422,
   InternalError: 500,
   UpstreamError: 502,
   ServiceUnavailable: 503,
@@ -140,6 +148,7 @@ export const Wire = {
   NotFound: onTheWire(NotFound),
   Conflict: onTheWire(Conflict),
   PayloadTooLarge: onTheWire(PayloadTooLarge),
+  PrivacyUnavailable: onTheWire(PrivacyUnavailable),
   InternalError: onTheWire(InternalError),
   UpstreamError: onTheWire(UpstreamError),
   ServiceUnavailable: onTheWire(ServiceUnavailable),

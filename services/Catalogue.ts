@@ -3,7 +3,7 @@
  * the deployments (provider + upstream model) that serve each one.
  */
 import { Context, type Option } from "effect"
-import type { Capability, Modality, PrivacyClass, ProviderConfig } from "./Config.ts"
+import type { Capability, Modality, PrivacyClass, ProviderConfig, ProviderPrivacy } from "./Config.ts"
 import type { Nanos } from "./Money.ts"
 import type { ProviderAdapter } from "./Providers.ts"
 
@@ -39,6 +39,8 @@ export interface Deployment {
   /** What the upstream charges. */
   readonly cost: TokenPrice
   readonly privacyClasses: ReadonlyArray<PrivacyClass>
+  /** The provider's stated data policy (config, else the plugin's defaults, else the weakest). */
+  readonly policy: ProviderPrivacy
   /** Share of traffic among equally good deployments of a model (default 1). */
   readonly weight: number
   readonly adapter: ProviderAdapter

@@ -5,6 +5,7 @@
  * upstream's shape.
  */
 import { Schema } from "effect"
+import { PrivacyClass } from "./Config.ts"
 
 /** Fields we forward without interpreting (sampling parameters and the like). */
 const PassThrough = Schema.Record({ key: Schema.String, value: Schema.Unknown })
@@ -134,6 +135,17 @@ export const Usage = Schema.Struct({
 })
 export type Usage = typeof Usage.Type
 
+/** The response's privacy block (spec 2.4). */
+export const PrivacyBlockSchema = Schema.Struct({
+  class: PrivacyClass,
+  label: Schema.String,
+  svc_stores_prompts: Schema.Boolean,
+  svc_logs_prompts: Schema.Boolean,
+  training_on_prompts: Schema.Boolean,
+  upstream_disclosed: Schema.Literal(false),
+  guarantee: Schema.String
+}).annotations({ identifier: "PrivacyBlock" })
+
 export const ChatCompletion = Schema.Struct({
   id: Schema.String,
   object: Schema.Literal("chat.completion"),
@@ -150,7 +162,9 @@ export const ChatCompletion = Schema.Struct({
     finish_reason: FinishReason,
     logprobs: Schema.optional(Schema.Unknown)
   })),
-  usage: Usage
+  usage: Usage,
+  /** Set by the gateway on every billable completion. */
+  privacy: Schema.optional(PrivacyBlockSchema)
 }).annotations({ identifier: "ChatCompletion" })
 export type ChatCompletion = typeof ChatCompletion.Type
 
@@ -182,7 +196,9 @@ export const ChatChunk = Schema.Struct({
     finish_reason: Schema.NullOr(FinishReason),
     logprobs: Schema.optional(Schema.Unknown)
   })),
-  usage: Schema.optional(Schema.NullOr(Usage))
+  usage: Schema.optional(Schema.NullOr(Usage)),
+  /** On the final chunk of a stream: the class that served it. */
+  privacy: Schema.optional(PrivacyBlockSchema)
 }).annotations({ identifier: "ChatCompletionChunk" })
 export type ChatChunk = typeof ChatChunk.Type
 

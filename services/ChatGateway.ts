@@ -1,16 +1,30 @@
 /**
- * Chat completions end to end: resolve the model, reserve the estimate, pick
- * a deployment, call its adapter, settle the bill, and hand back a response
- * that names only the catalogue model.
+ * Chat completions end to end: route (models, privacy class, deployments),
+ * reserve the estimate, call with failover, settle the bill, and hand back a
+ * response that names only the catalogue model and says which privacy class
+ * served it.
  */
 import { Context, type Effect, type Scope, type Stream } from "effect"
-import type { InsufficientFunds, InvalidRequest, ServiceUnavailable, UpstreamError, UpstreamTimeout } from "./ApiError.ts"
+import type {
+  InsufficientFunds,
+  InvalidRequest,
+  PrivacyUnavailable,
+  ServiceUnavailable,
+  UpstreamError,
+  UpstreamTimeout
+} from "./ApiError.ts"
 import type { Principal } from "./ApiKeys.ts"
 import type { ChatChunk, ChatCompletion, ChatRequest } from "./Chat.ts"
 import type { Receipt } from "./Ledger.ts"
 
 /** What a chat call can fail with. */
-export type ChatError = InvalidRequest | InsufficientFunds | ServiceUnavailable | UpstreamError | UpstreamTimeout
+export type ChatError =
+  | InvalidRequest
+  | InsufficientFunds
+  | PrivacyUnavailable
+  | ServiceUnavailable
+  | UpstreamError
+  | UpstreamTimeout
 
 export interface StreamedChat {
   /** Reserved before the call; the receipt exists once the stream has ended. */

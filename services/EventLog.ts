@@ -16,6 +16,9 @@ export type EventType =
   | "receipt.created"
   | "provider.route"
   | "provider.fallback"
+  | "privacy.class_served"
+  | "privacy.downgraded"
+  | "privacy.rejected"
 
 export interface NewEvent {
   readonly type: EventType

@@ -29,6 +29,7 @@ const model = (id: string, context: number, price: TokenPrice): Model => ({
 const deployment = (cost: TokenPrice): Deployment => ({
   id: "p/0",
   weight: 1,
+  policy: { stores: true, logs: true, trains: true, operatorControlled: false },
   model: "svc/pro",
   provider: { id: "p", plugin: "dummy", timeoutMs: 1000, deployments: [] },
   upstreamModel: "up",
