@@ -6,18 +6,12 @@
  * fields, turns that do not alternate, tool results without their call), so
  * translation mistakes show up as 400s.
  */
-import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http"
-import type { AddressInfo } from "node:net"
+import type { ServerResponse } from "node:http"
 import { Effect } from "effect"
+import { type FakeServer, startFakeServer } from "./fakeServer.ts"
 import { sampleFromSchema } from "./fakeOpenAiUpstream.ts"
 
-export interface RecordedRequest {
-  readonly method: string
-  readonly path: string
-  readonly headers: IncomingHttpHeaders
-  /** Parsed JSON, or the raw text when it is not JSON. */
-  readonly body: any
-}
+export type { RecordedRequest } from "./fakeServer.ts"
 
 /** How to answer; the empty behaviour is a well-behaved upstream. "Chunks" are SSE events. */
 export interface Behaviour {
@@ -48,21 +42,9 @@ export interface Behaviour {
   readonly raw?: { readonly body: string; readonly contentType?: string; readonly status?: number }
 }
 
-export interface FakeAnthropic {
+export interface FakeAnthropic extends FakeServer<Behaviour> {
   /** Ends in `/v1`, like the real API. */
   readonly baseUrl: string
-  readonly requests: Array<RecordedRequest>
-  /** Behaviour for every following request. */
-  readonly behave: (next: Behaviour) => void
-  /** Behaviour for the next request only; queued before the standing one. */
-  readonly behaveOnce: (next: Behaviour) => void
-  /** Responses the client abandoned before they were complete (our own resets excluded). */
-  readonly clientAborts: () => number
-  /** Resolves once `clientAborts()` reaches `count`. */
-  readonly waitForAborts: (count: number) => Promise<void>
-  /** TCP connections accepted so far. */
-  readonly connections: () => number
-  readonly close: () => Promise<void>
 }
 
 /** Upstream-only values a caller must never see. */
@@ -269,129 +251,68 @@ const errorJson = (status: number, message: string) => ({
 
 // ---- the server ----------------------------------------------------------------
 
-export const startFakeAnthropic = async (): Promise<FakeAnthropic> => {
-  const requests: Array<RecordedRequest> = []
-  const once: Array<Behaviour> = []
-  let standing: Behaviour = {}
-  let aborts = 0
-  let connections = 0
-  const abortWaiters = new Set<() => void>()
-  const noteAbort = () => {
-    aborts += 1
-    for (const wake of abortWaiters) wake()
+const answer = async (res: ServerResponse, body: unknown, behaviour: Behaviour, reset: () => void) => {
+  const write = (text: string) => new Promise<void>((resolve) => (res.destroyed ? resolve() : res.write(text, () => resolve())))
+  if (behaviour.resetBeforeHeaders) return reset()
+  if (behaviour.delayHeadersMs) await sleep(behaviour.delayHeadersMs)
+  if (res.destroyed) return
+  const headers = { "request-id": FAKE_REQUEST_ID, "anthropic-organization-id": "org-fake" }
+  if (behaviour.raw) {
+    res.writeHead(behaviour.raw.status ?? 200, { ...headers, "content-type": behaviour.raw.contentType ?? "application/json" })
+    return res.end(behaviour.raw.body)
   }
-
-  const answer = async (res: ServerResponse, body: unknown, behaviour: Behaviour, reset: () => void) => {
-    const write = (text: string) => new Promise<void>((resolve) => (res.destroyed ? resolve() : res.write(text, () => resolve())))
-    if (behaviour.resetBeforeHeaders) return reset()
-    if (behaviour.delayHeadersMs) await sleep(behaviour.delayHeadersMs)
-    if (res.destroyed) return
-    const headers = { "request-id": FAKE_REQUEST_ID, "anthropic-organization-id": "org-fake" }
-    if (behaviour.raw) {
-      res.writeHead(behaviour.raw.status ?? 200, { ...headers, "content-type": behaviour.raw.contentType ?? "application/json" })
-      return res.end(behaviour.raw.body)
-    }
-    const refusal = behaviour.status ? undefined : invalid(body)
-    if (behaviour.status || refusal) {
-      const status = behaviour.status ?? 400
-      const error = behaviour.errorBody ?? errorJson(status, refusal ?? "fake upstream error")
-      res.writeHead(status, {
-        ...headers,
-        "content-type": "application/json",
-        ...(behaviour.retryAfter !== undefined ? { "retry-after": String(behaviour.retryAfter) } : {})
-      })
-      return res.end(typeof error === "string" ? error : JSON.stringify(error))
-    }
-    const json = body as Json
-    const reply = answerFor(json, behaviour)
-    if (!json.stream) {
-      const text = JSON.stringify(messageJson(json, reply))
-      res.writeHead(200, { ...headers, "content-type": "application/json" })
-      if (behaviour.hangAfterChunks === undefined && behaviour.resetAfterChunks === undefined) return res.end(text)
-      await write(text.slice(0, text.length / 2))
-      if (behaviour.resetAfterChunks !== undefined) reset()
-      return
-    }
-    res.writeHead(200, { ...headers, "content-type": "text/event-stream", "cache-control": "no-cache" })
-    for (const [i, event] of events(json, reply).entries()) {
-      if (i === behaviour.hangAfterChunks) return
-      if (i === behaviour.resetAfterChunks) {
-        // Let the events sent so far arrive before the connection breaks.
-        await sleep(30)
-        return reset()
-      }
-      if (i === behaviour.malformedFrameAfter) {
-        // A packet of its own: sseStream drops what a failing read translated before the bad frame.
-        await sleep(30)
-        await write("event: content_block_delta\ndata: {\"type\": \"content_block_delta\", oops\n\n")
-        return res.end()
-      }
-      if (i > 0 && behaviour.chunkDelayMs) await sleep(behaviour.chunkDelayMs)
-      await write(frame(event))
-    }
-    if (!res.destroyed) res.end()
-  }
-
-  const server = createServer(async (req, res) => {
-    const parts: Array<Buffer> = []
-    for await (const part of req) parts.push(part as Buffer)
-    const text = Buffer.concat(parts).toString("utf8")
-    let body: any = text
-    try {
-      body = JSON.parse(text)
-    } catch {
-      // Recorded as text: a test may be checking exactly that.
-    }
-    const path = req.url ?? "/"
-    requests.push({ method: req.method ?? "", path, headers: req.headers, body })
-    let resetByUs = false
-    const reset = () => {
-      resetByUs = true
-      req.socket.destroy()
-    }
-    res.on("close", () => {
-      if (!res.writableFinished && !resetByUs) noteAbort()
+  const refusal = behaviour.status ? undefined : invalid(body)
+  if (behaviour.status || refusal) {
+    const status = behaviour.status ?? 400
+    const error = behaviour.errorBody ?? errorJson(status, refusal ?? "fake upstream error")
+    res.writeHead(status, {
+      ...headers,
+      "content-type": "application/json",
+      ...(behaviour.retryAfter !== undefined ? { "retry-after": String(behaviour.retryAfter) } : {})
     })
-    if (req.method !== "POST" || !path.endsWith("/v1/messages")) {
-      res.writeHead(404, { "content-type": "application/json" })
-      return res.end(JSON.stringify(errorJson(404, `no route ${req.method} ${path}`)))
-    }
-    await answer(res, body, once.shift() ?? standing, reset)
-  })
-  server.on("connection", () => {
-    connections += 1
-  })
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  const { port } = server.address() as AddressInfo
-
-  return {
-    baseUrl: `http://127.0.0.1:${port}/v1`,
-    requests,
-    behave: (next) => {
-      standing = next
-    },
-    behaveOnce: (next) => {
-      once.push(next)
-    },
-    clientAborts: () => aborts,
-    waitForAborts: (count) =>
-      new Promise((resolve) => {
-        const check = () => {
-          if (aborts < count) return
-          abortWaiters.delete(check)
-          resolve()
-        }
-        abortWaiters.add(check)
-        check()
-      }),
-    connections: () => connections,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      })
+    return res.end(typeof error === "string" ? error : JSON.stringify(error))
   }
+  const json = body as Json
+  const reply = answerFor(json, behaviour)
+  if (!json.stream) {
+    const text = JSON.stringify(messageJson(json, reply))
+    res.writeHead(200, { ...headers, "content-type": "application/json" })
+    if (behaviour.hangAfterChunks === undefined && behaviour.resetAfterChunks === undefined) return res.end(text)
+    await write(text.slice(0, text.length / 2))
+    if (behaviour.resetAfterChunks !== undefined) reset()
+    return
+  }
+  res.writeHead(200, { ...headers, "content-type": "text/event-stream", "cache-control": "no-cache" })
+  for (const [i, event] of events(json, reply).entries()) {
+    if (i === behaviour.hangAfterChunks) return
+    if (i === behaviour.resetAfterChunks) {
+      // Let the events sent so far arrive before the connection breaks.
+      await sleep(30)
+      return reset()
+    }
+    if (i === behaviour.malformedFrameAfter) {
+      // A packet of its own: sseStream drops what a failing read translated before the bad frame.
+      await sleep(30)
+      await write("event: content_block_delta\ndata: {\"type\": \"content_block_delta\", oops\n\n")
+      return res.end()
+    }
+    if (i > 0 && behaviour.chunkDelayMs) await sleep(behaviour.chunkDelayMs)
+    await write(frame(event))
+  }
+  if (!res.destroyed) res.end()
 }
+
+export const startFakeAnthropic = (): Promise<FakeAnthropic> =>
+  startFakeServer<Behaviour>({
+    basePath: "/v1",
+    handle: ({ req, res, path, body, behaviour, reset }) => {
+      if (req.method !== "POST" || !path.endsWith("/v1/messages")) {
+        res.writeHead(404, { "content-type": "application/json" })
+        return res.end(JSON.stringify(errorJson(404, `no route ${req.method} ${path}`)))
+      }
+      return answer(res, body, behaviour(), reset)
+    }
+  })
 
 /** The fake upstream for the current scope. */
 export const acquireFakeAnthropic = Effect.acquireRelease(

@@ -4,19 +4,12 @@
  * with CRLF-separated frames, `:batchEmbedContents`), scriptable per request,
  * for adapter and end-to-end tests.
  */
-import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http"
-import type { AddressInfo } from "node:net"
+import type { ServerResponse } from "node:http"
 import { Effect } from "effect"
+import { type FakeServer, startFakeServer } from "./fakeServer.ts"
 import { sampleFromSchema } from "./fakeOpenAiUpstream.ts"
 
-export interface RecordedRequest {
-  readonly method: string
-  /** Path and query, e.g. `/v1beta/models/m:streamGenerateContent?alt=sse`. */
-  readonly path: string
-  readonly headers: IncomingHttpHeaders
-  /** Parsed JSON, or the raw text when it is not JSON. */
-  readonly body: any
-}
+export type { RecordedRequest } from "./fakeServer.ts"
 
 /** How to answer; the empty behaviour is a well-behaved upstream. */
 export interface Behaviour {
@@ -47,21 +40,9 @@ export interface Behaviour {
   readonly raw?: { readonly body: string; readonly contentType?: string; readonly status?: number }
 }
 
-export interface FakeGemini {
+export interface FakeGemini extends FakeServer<Behaviour> {
   /** Ends in `/v1beta`, like the real API. */
   readonly baseUrl: string
-  readonly requests: Array<RecordedRequest>
-  /** Behaviour for every following request. */
-  readonly behave: (next: Behaviour) => void
-  /** Behaviour for the next request only; queued before the standing one. */
-  readonly behaveOnce: (next: Behaviour) => void
-  /** Responses the client abandoned before they were complete (the fake's own resets do not count). */
-  readonly clientAborts: () => number
-  /** Resolves once `clientAborts()` reaches `count`. */
-  readonly waitForAborts: (count: number) => Promise<void>
-  /** TCP connections accepted so far. */
-  readonly connections: () => number
-  readonly close: () => Promise<void>
 }
 
 /** Fields a real Gemini adds that the gateway must not reveal. */
@@ -160,142 +141,80 @@ const errorJson = (status: number) => ({
   }
 })
 
-export const startFakeGemini = async (): Promise<FakeGemini> => {
-  const requests: Array<RecordedRequest> = []
-  const once: Array<Behaviour> = []
-  let standing: Behaviour = {}
-  let aborts = 0
-  let connections = 0
-  const abortWaiters = new Set<() => void>()
-  const noteAbort = () => {
-    aborts += 1
-    for (const wake of abortWaiters) wake()
+const answer = async (res: ServerResponse, model: string, method: string, body: Json, behaviour: Behaviour, reset: () => void) => {
+  if (behaviour.resetBeforeHeaders) return reset()
+  if (behaviour.delayHeadersMs) await sleep(behaviour.delayHeadersMs)
+  if (res.destroyed) return
+  if (behaviour.raw) {
+    res.writeHead(behaviour.raw.status ?? 200, { "content-type": behaviour.raw.contentType ?? "application/json" })
+    return res.end(behaviour.raw.body)
   }
-  /** Responses the fake broke itself: not the client's doing. */
-  const resetByUs = new WeakSet<ServerResponse>()
-  const reset = (res: ServerResponse) => {
-    resetByUs.add(res)
-    res.socket?.destroy()
-  }
-
-  const answer = async (res: ServerResponse, model: string, method: string, body: Json, behaviour: Behaviour) => {
-    if (behaviour.resetBeforeHeaders) return reset(res)
-    if (behaviour.delayHeadersMs) await sleep(behaviour.delayHeadersMs)
-    if (res.destroyed) return
-    if (behaviour.raw) {
-      res.writeHead(behaviour.raw.status ?? 200, { "content-type": behaviour.raw.contentType ?? "application/json" })
-      return res.end(behaviour.raw.body)
-    }
-    if (behaviour.status) {
-      const retry = behaviour.retryAfter !== undefined && (behaviour.status === 429 || behaviour.status === 503)
-      res.writeHead(behaviour.status, {
-        "content-type": "application/json",
-        ...(retry ? { "retry-after": behaviour.retryAfter } : {})
-      })
-      const error = behaviour.errorBody ?? errorJson(behaviour.status)
-      return res.end(typeof error === "string" ? error : JSON.stringify(error))
-    }
-    if (method === "batchEmbedContents") {
-      // One small vector per input: its word count, then 0.5s. No usage, as with the real API.
-      res.writeHead(200, { "content-type": "application/json" })
-      return res.end(JSON.stringify({
-        embeddings: (body.requests ?? []).map((request: Json) => ({
-          values: Array.from(
-            { length: Number.isInteger(request.outputDimensionality) ? request.outputDimensionality : 4 },
-            (_, i) => (i === 0 ? wordCount(partsText(request.content)) : 0.5)
-          )
-        }))
-      }))
-    }
-    const reply = answerFor(body, model)
-    if (method === "generateContent") {
-      const finish = behaviour.noFinishReason ? {} : { finishReason: behaviour.finishReason ?? "STOP" }
-      const json = JSON.stringify(responseJson(model, { content: { role: "model", parts: reply.parts }, ...finish }, reply.usage, behaviour))
-      res.writeHead(200, { "content-type": "application/json; charset=UTF-8" })
-      if (behaviour.hangAfterChunks !== undefined) return write(res, json.slice(0, json.length / 2))
-      if (behaviour.resetAfterChunks !== undefined) {
-        write(res, json.slice(0, json.length / 2))
-        return setTimeout(() => reset(res), 50)
-      }
-      return res.end(json)
-    }
-    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
-    for (const [i, frame] of framesFor(model, reply, behaviour).entries()) {
-      if (i === behaviour.hangAfterChunks) return
-      if (i === behaviour.resetAfterChunks) {
-        // Let the frames sent so far reach the client first.
-        await sleep(50)
-        return reset(res)
-      }
-      if (i === behaviour.malformedFrameAfter) {
-        // In a packet of its own, as a broken frame from a real upstream would usually be.
-        await sleep(50)
-        write(res, "data: {\"candidates\": [{\"content\": \r\n\r\n")
-        return res.end()
-      }
-      if (i > 0 && behaviour.chunkDelayMs) await sleep(behaviour.chunkDelayMs)
-      write(res, `data: ${JSON.stringify(frame)}\r\n\r\n`)
-    }
-    if (!res.destroyed) res.end()
-  }
-
-  const server = createServer(async (req, res) => {
-    const chunks: Array<Buffer> = []
-    for await (const chunk of req) chunks.push(chunk as Buffer)
-    const text = Buffer.concat(chunks).toString("utf8")
-    let body: any = text
-    try {
-      body = JSON.parse(text)
-    } catch {
-      // Recorded as text: a test may be checking exactly that.
-    }
-    const path = req.url ?? "/"
-    requests.push({ method: req.method ?? "", path, headers: req.headers, body })
-    res.on("close", () => {
-      if (!res.writableFinished && !resetByUs.has(res)) noteAbort()
+  if (behaviour.status) {
+    const retry = behaviour.retryAfter !== undefined && (behaviour.status === 429 || behaviour.status === 503)
+    res.writeHead(behaviour.status, {
+      "content-type": "application/json",
+      ...(retry ? { "retry-after": behaviour.retryAfter } : {})
     })
-    const route = /^\/v1beta\/models\/([^/:?]+):(generateContent|streamGenerateContent|batchEmbedContents)(\?.*)?$/.exec(path)
-    const streaming = route?.[2] === "streamGenerateContent"
-    if (req.method !== "POST" || !route || (streaming && route[3] !== "?alt=sse")) {
-      res.writeHead(404, { "content-type": "application/json" })
-      return res.end(JSON.stringify({ error: { code: 404, message: `no route ${req.method} ${path}`, status: "NOT_FOUND" } }))
-    }
-    await answer(res, route[1], route[2], typeof body === "object" && body !== null ? body : {}, once.shift() ?? standing)
-  })
-  server.on("connection", () => {
-    connections += 1
-  })
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  const { port } = server.address() as AddressInfo
-
-  return {
-    baseUrl: `http://127.0.0.1:${port}/v1beta`,
-    requests,
-    behave: (next) => {
-      standing = next
-    },
-    behaveOnce: (next) => {
-      once.push(next)
-    },
-    clientAborts: () => aborts,
-    waitForAborts: (count) =>
-      new Promise((resolve) => {
-        const check = () => {
-          if (aborts < count) return
-          abortWaiters.delete(check)
-          resolve()
-        }
-        abortWaiters.add(check)
-        check()
-      }),
-    connections: () => connections,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      })
+    const error = behaviour.errorBody ?? errorJson(behaviour.status)
+    return res.end(typeof error === "string" ? error : JSON.stringify(error))
   }
+  if (method === "batchEmbedContents") {
+    // One small vector per input: its word count, then 0.5s. No usage, as with the real API.
+    res.writeHead(200, { "content-type": "application/json" })
+    return res.end(JSON.stringify({
+      embeddings: (body.requests ?? []).map((request: Json) => ({
+        values: Array.from(
+          { length: Number.isInteger(request.outputDimensionality) ? request.outputDimensionality : 4 },
+          (_, i) => (i === 0 ? wordCount(partsText(request.content)) : 0.5)
+        )
+      }))
+    }))
+  }
+  const reply = answerFor(body, model)
+  if (method === "generateContent") {
+    const finish = behaviour.noFinishReason ? {} : { finishReason: behaviour.finishReason ?? "STOP" }
+    const json = JSON.stringify(responseJson(model, { content: { role: "model", parts: reply.parts }, ...finish }, reply.usage, behaviour))
+    res.writeHead(200, { "content-type": "application/json; charset=UTF-8" })
+    if (behaviour.hangAfterChunks !== undefined) return write(res, json.slice(0, json.length / 2))
+    if (behaviour.resetAfterChunks !== undefined) {
+      write(res, json.slice(0, json.length / 2))
+      return setTimeout(reset, 50)
+    }
+    return res.end(json)
+  }
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
+  for (const [i, frame] of framesFor(model, reply, behaviour).entries()) {
+    if (i === behaviour.hangAfterChunks) return
+    if (i === behaviour.resetAfterChunks) {
+      // Let the frames sent so far reach the client first.
+      await sleep(50)
+      return reset()
+    }
+    if (i === behaviour.malformedFrameAfter) {
+      // In a packet of its own, as a broken frame from a real upstream would usually be.
+      await sleep(50)
+      write(res, "data: {\"candidates\": [{\"content\": \r\n\r\n")
+      return res.end()
+    }
+    if (i > 0 && behaviour.chunkDelayMs) await sleep(behaviour.chunkDelayMs)
+    write(res, `data: ${JSON.stringify(frame)}\r\n\r\n`)
+  }
+  if (!res.destroyed) res.end()
 }
+
+export const startFakeGemini = (): Promise<FakeGemini> =>
+  startFakeServer<Behaviour>({
+    basePath: "/v1beta",
+    handle: ({ req, res, path, body, behaviour, reset }) => {
+      const route = /^\/v1beta\/models\/([^/:?]+):(generateContent|streamGenerateContent|batchEmbedContents)(\?.*)?$/.exec(path)
+      const streaming = route?.[2] === "streamGenerateContent"
+      if (req.method !== "POST" || !route || (streaming && route[3] !== "?alt=sse")) {
+        res.writeHead(404, { "content-type": "application/json" })
+        return res.end(JSON.stringify({ error: { code: 404, message: `no route ${req.method} ${path}`, status: "NOT_FOUND" } }))
+      }
+      return answer(res, route[1], route[2], typeof body === "object" && body !== null ? body : {}, behaviour(), reset)
+    }
+  })
 
 /** The fake Gemini for the current scope. */
 export const acquireFakeGemini = Effect.acquireRelease(

@@ -2,17 +2,11 @@
  * A fake OpenAI-compatible upstream on a real HTTP server (127.0.0.1, random
  * port), scriptable per request, for adapter and end-to-end tests.
  */
-import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http"
-import type { AddressInfo } from "node:net"
+import type { ServerResponse } from "node:http"
 import { Context, Effect, Layer } from "effect"
+import { type FakeServer, startFakeServer } from "./fakeServer.ts"
 
-export interface RecordedRequest {
-  readonly method: string
-  readonly path: string
-  readonly headers: IncomingHttpHeaders
-  /** Parsed JSON, or the raw text when it is not JSON. */
-  readonly body: any
-}
+export type { RecordedRequest } from "./fakeServer.ts"
 
 /** How to answer; the empty behaviour is a well-behaved upstream. */
 export interface Behaviour {
@@ -41,21 +35,9 @@ export interface Behaviour {
   readonly malformedFrameAfter?: number
 }
 
-export interface FakeOpenAi {
+export interface FakeOpenAi extends FakeServer<Behaviour> {
   /** Ends in `/v1`, like real upstreams. */
   readonly baseUrl: string
-  readonly requests: Array<RecordedRequest>
-  /** Behaviour for every following request. */
-  readonly behave: (next: Behaviour) => void
-  /** Behaviour for the next request only; queued before the standing one. */
-  readonly behaveOnce: (next: Behaviour) => void
-  /** Responses the client abandoned before they were complete. */
-  readonly clientAborts: () => number
-  /** Resolves once `clientAborts()` reaches `count`. */
-  readonly waitForAborts: (count: number) => Promise<void>
-  /** TCP connections accepted so far (keep-alive reuse shows as fewer). */
-  readonly connections: () => number
-  readonly close: () => Promise<void>
 }
 
 export const FAKE_FINGERPRINT = "fp_fake_upstream"
@@ -189,10 +171,10 @@ const write = (res: ServerResponse, text: string) => {
   if (!res.destroyed) res.write(text)
 }
 
-const answer = async (res: ServerResponse, body: Json, behaviour: Behaviour) => {
+const answer = async (res: ServerResponse, body: Json, behaviour: Behaviour, reset: () => void) => {
   if (behaviour.delayHeadersMs) await sleep(behaviour.delayHeadersMs)
   if (res.destroyed) return
-  if (behaviour.resetBeforeHeaders) return res.socket?.destroy()
+  if (behaviour.resetBeforeHeaders) return reset()
   if (behaviour.raw) {
     res.writeHead(behaviour.raw.status ?? 200, { "content-type": behaviour.raw.contentType ?? "application/json" })
     return res.end(behaviour.raw.body)
@@ -218,7 +200,7 @@ const answer = async (res: ServerResponse, body: Json, behaviour: Behaviour) => 
   for (const [i, frame] of frames.entries()) {
     if (i === behaviour.hangAfterChunks) return
     // Let the frames already written reach the client first: a destroy discards unflushed writes.
-    if (i === behaviour.resetAfterChunks) return sleep(30).then(() => res.socket?.destroy())
+    if (i === behaviour.resetAfterChunks) return sleep(30).then(reset)
     if (i === behaviour.malformedFrameAfter) await sleep(30).then(() => write(res, "data: {\"choices\": [\n\n"))
     if (i > 0 && behaviour.chunkDelayMs) await sleep(behaviour.chunkDelayMs)
     keepAlive()
@@ -232,10 +214,10 @@ const answer = async (res: ServerResponse, body: Json, behaviour: Behaviour) => 
 }
 
 /** `/embeddings`: one small vector per input (its word count, then 0.5s), and the upstream's own extras. */
-const answerEmbeddings = async (res: ServerResponse, body: Json, behaviour: Behaviour) => {
+const answerEmbeddings = async (res: ServerResponse, body: Json, behaviour: Behaviour, reset: () => void) => {
   if (behaviour.delayHeadersMs) await sleep(behaviour.delayHeadersMs)
   if (res.destroyed) return
-  if (behaviour.raw || behaviour.status) return answer(res, body, behaviour)
+  if (behaviour.raw || behaviour.status) return answer(res, body, behaviour, reset)
   const inputs: Array<string> = typeof body.input === "string" ? [body.input] : Array.isArray(body.input) ? body.input : []
   const dimensions = Number.isInteger(body.dimensions) ? body.dimensions : 4
   const promptTokens = inputs.reduce((n, text) => n + wordCount(String(text)), 0)
@@ -254,76 +236,19 @@ const answerEmbeddings = async (res: ServerResponse, body: Json, behaviour: Beha
   }))
 }
 
-export const startFakeOpenAi = async (): Promise<FakeOpenAi> => {
-  const requests: Array<RecordedRequest> = []
-  const once: Array<Behaviour> = []
-  let standing: Behaviour = {}
-  let aborts = 0
-  let connections = 0
-  const abortWaiters = new Set<() => void>()
-  const noteAbort = () => {
-    aborts += 1
-    for (const wake of abortWaiters) wake()
-  }
-
-  const server = createServer(async (req, res) => {
-    const parts: Array<Buffer> = []
-    for await (const part of req) parts.push(part as Buffer)
-    const text = Buffer.concat(parts).toString("utf8")
-    let body: any = text
-    try {
-      body = JSON.parse(text)
-    } catch {
-      // Recorded as text: a test may be checking exactly that.
+export const startFakeOpenAi = (): Promise<FakeOpenAi> =>
+  startFakeServer<Behaviour>({
+    basePath: "/v1",
+    handle: ({ req, res, path, body, behaviour, reset }) => {
+      const json: Json = typeof body === "object" && body !== null ? body : {}
+      if (req.method === "POST" && path.endsWith("/embeddings")) return answerEmbeddings(res, json, behaviour(), reset)
+      if (req.method !== "POST" || !path.endsWith("/chat/completions")) {
+        res.writeHead(404, { "content-type": "application/json" })
+        return res.end(JSON.stringify({ error: { message: `no route ${req.method} ${path}` } }))
+      }
+      return answer(res, json, behaviour(), reset)
     }
-    const path = req.url ?? "/"
-    requests.push({ method: req.method ?? "", path, headers: req.headers, body })
-    res.on("close", () => {
-      if (!res.writableFinished) noteAbort()
-    })
-    if (req.method === "POST" && path.endsWith("/embeddings")) {
-      return answerEmbeddings(res, typeof body === "object" && body !== null ? body : {}, once.shift() ?? standing)
-    }
-    if (req.method !== "POST" || !path.endsWith("/chat/completions")) {
-      res.writeHead(404, { "content-type": "application/json" })
-      return res.end(JSON.stringify({ error: { message: `no route ${req.method} ${path}` } }))
-    }
-    await answer(res, typeof body === "object" && body !== null ? body : {}, once.shift() ?? standing)
   })
-  server.on("connection", () => {
-    connections += 1
-  })
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  const { port } = server.address() as AddressInfo
-
-  return {
-    baseUrl: `http://127.0.0.1:${port}/v1`,
-    requests,
-    behave: (next) => {
-      standing = next
-    },
-    behaveOnce: (next) => {
-      once.push(next)
-    },
-    clientAborts: () => aborts,
-    waitForAborts: (count) =>
-      new Promise((resolve) => {
-        const check = () => {
-          if (aborts < count) return
-          abortWaiters.delete(check)
-          resolve()
-        }
-        abortWaiters.add(check)
-        check()
-      }),
-    connections: () => connections,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      })
-  }
-}
 
 /** The fake upstream for the current scope. */
 export const acquireFakeOpenAi = Effect.acquireRelease(
