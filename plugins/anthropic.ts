@@ -40,7 +40,7 @@ import {
 } from "../services/Providers.ts"
 import { arrayOf, intOr, isRecord, type Json, Malformed, nowSeconds, protocolFailureOf, recordOf, stringOr } from "./support/json.ts"
 import { type SseEvent, sseStream, type Translation } from "./support/sse.ts"
-import { apiKeyOf, baseUrlOf, makeUpstreamHttp } from "./support/upstreamHttp.ts"
+import { apiKeyOf, baseUrlOf, makeUpstreamHttp, requestHeaders } from "./support/upstreamHttp.ts"
 
 const DEFAULT_BASE_URL = "https://api.anthropic.com/v1"
 const API_VERSION = "2023-06-01"
@@ -480,14 +480,10 @@ const make = (provider: ProviderConfig, env: Readonly<Record<string, string | un
     const { basePath, origin } = yield* baseUrlOf(provider, "anthropic", DEFAULT_BASE_URL)
     const apiKey = yield* apiKeyOf(provider, env)
     const http = yield* makeUpstreamHttp(origin, provider.timeoutMs)
-    const headersFor = (accept: string): Record<string, string> => ({
-      "content-type": "application/json",
-      accept,
+    const { json: jsonHeaders, sse: sseHeaders } = requestHeaders({
       "anthropic-version": API_VERSION,
       ...(apiKey ? { "x-api-key": apiKey } : {})
     })
-    const jsonHeaders = headersFor("application/json")
-    const sseHeaders = headersFor("text/event-stream")
     const messagesPath = `${basePath}/messages`
 
     const complete: ProviderAdapter["complete"] = (call) =>

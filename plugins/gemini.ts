@@ -47,7 +47,7 @@ import {
   stringOr
 } from "./support/json.ts"
 import { type SseEvent, sseStream, type Translation } from "./support/sse.ts"
-import { apiKeyOf, baseUrlOf, makeUpstreamHttp } from "./support/upstreamHttp.ts"
+import { apiKeyOf, baseUrlOf, makeUpstreamHttp, requestHeaders } from "./support/upstreamHttp.ts"
 
 const DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 
@@ -563,13 +563,7 @@ const make = (provider: ProviderConfig, env: Readonly<Record<string, string | un
     const apiKey = yield* apiKeyOf(provider, env)
     const http = yield* makeUpstreamHttp(origin, provider.timeoutMs)
     // The key goes in a header, never in the URL (URLs end up in logs).
-    const headersFor = (accept: string): Record<string, string> => ({
-      "content-type": "application/json",
-      accept,
-      ...(apiKey ? { "x-goog-api-key": apiKey } : {})
-    })
-    const jsonHeaders = headersFor("application/json")
-    const sseHeaders = headersFor("text/event-stream")
+    const { json: jsonHeaders, sse: sseHeaders } = requestHeaders(apiKey ? { "x-goog-api-key": apiKey } : {})
     const pathFor = (upstreamModel: string, method: string) => `${basePath}/${modelPathOf(upstreamModel)}:${method}`
     const bodyFor = (call: UpstreamCall) => Effect.try({ try: () => generateContentBody(call.request), catch: refusalOf })
 

@@ -16,7 +16,7 @@ import {
 } from "../services/Providers.ts"
 import { arrayOf, fail, intOr, isRecord, type Json, Malformed, nowSeconds, protocolFailureOf, recordOf, stringOr } from "./support/json.ts"
 import { type SseEvent, sseStream, type Translation } from "./support/sse.ts"
-import { apiKeyOf, baseUrlOf, makeUpstreamHttp } from "./support/upstreamHttp.ts"
+import { apiKeyOf, baseUrlOf, makeUpstreamHttp, requestHeaders } from "./support/upstreamHttp.ts"
 
 // ---- request -------------------------------------------------------------
 
@@ -203,13 +203,7 @@ const make = (provider: ProviderConfig, env: Readonly<Record<string, string | un
     const { basePath, origin } = yield* baseUrlOf(provider, "openai-compatible")
     const apiKey = yield* apiKeyOf(provider, env)
     const http = yield* makeUpstreamHttp(origin, provider.timeoutMs)
-    const headersFor = (accept: string): Record<string, string> => ({
-      "content-type": "application/json",
-      accept,
-      ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {})
-    })
-    const jsonHeaders = headersFor("application/json")
-    const sseHeaders = headersFor("text/event-stream")
+    const { json: jsonHeaders, sse: sseHeaders } = requestHeaders(apiKey ? { authorization: `Bearer ${apiKey}` } : {})
     const chatPath = `${basePath}/chat/completions`
 
     const complete: ProviderAdapter["complete"] = (call) =>

@@ -81,6 +81,12 @@ export const apiKeyOf = (provider: ProviderConfig, env: Readonly<Record<string, 
   )
 }
 
+/** Request headers for JSON answers and for SSE answers, with the provider's own (auth, version) added. */
+export const requestHeaders = (own: Record<string, string>) => {
+  const headersFor = (accept: string): Record<string, string> => ({ "content-type": "application/json", accept, ...own })
+  return { json: headersFor("application/json"), sse: headersFor("text/event-stream") }
+}
+
 export interface UpstreamHttp {
   /**
    * POSTs JSON to `path` on `origin`; fails on transport errors and non-2xx answers. The request
