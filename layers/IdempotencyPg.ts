@@ -1,16 +1,20 @@
-/** Idempotency keys in PostgreSQL: the insert that claims a key is the lock, so two racing retries cannot both run. */
+/**
+ * Idempotency keys in PostgreSQL: the insert that claims a key is the lock, so two racing retries
+ * cannot both run. The kept response is sealed with a key only the same request yields.
+ */
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
 import { Conflict } from "../services/ApiError.ts"
 import { AppConfig } from "../services/Config.ts"
 import { Idempotency, type IdempotencyKey } from "../services/Idempotency.ts"
+import { open, seal } from "./sealedResponse.ts"
 
 interface KeyRow {
   readonly request_sha256: Uint8Array
   readonly status: "running" | "done"
   readonly response_status: number | null
   readonly response_headers: Record<string, string> | null
-  /** Text, not jsonb: a replay keeps the first response's key order. */
+  /** Sealed (layers/sealedResponse.ts); opened it is the first response's JSON, key order kept. */
   readonly response_body: string | null
 }
 
@@ -49,7 +53,10 @@ export const IdempotencyPg = Layer.effect(
               param: "Idempotency-Key"
             })
           }
-          return { status: row.response_status!, headers: row.response_headers ?? {}, body: JSON.parse(row.response_body!) }
+          const body = open(claim.responseKey, row.response_body!)
+          // Same hash, yet the key does not open it: impossible unless the row was tampered with.
+          if (body === undefined) return yield* Effect.dieMessage("a kept idempotent response could not be opened")
+          return { status: row.response_status!, headers: row.response_headers ?? {}, body: JSON.parse(body) }
         }),
 
       complete: (claim, response) =>
@@ -57,7 +64,7 @@ export const IdempotencyPg = Layer.effect(
           UPDATE idempotency_keys
           SET status = 'done', response_status = ${response.status},
               response_headers = ${JSON.stringify(response.headers)}::jsonb,
-              response_body = ${JSON.stringify(response.body)}
+              response_body = ${seal(claim.responseKey, JSON.stringify(response.body))}
           WHERE ${where(claim)}`.pipe(Effect.asVoid, Effect.orDie),
 
       forget: (claim) => sql`DELETE FROM idempotency_keys WHERE ${where(claim)}`.pipe(Effect.asVoid, Effect.orDie)

@@ -19,6 +19,8 @@ export interface IdempotencyKey {
   readonly accountId: string
   readonly key: string
   readonly requestSha256: Uint8Array
+  /** Seals the kept response; derived from the request, never stored. */
+  readonly responseKey: Uint8Array
 }
 
 export class Idempotency extends Context.Tag("svc/Idempotency")<Idempotency, {

@@ -225,6 +225,14 @@ describe("privacy classes", () => {
       // The sandbox-like fake echoes the prompt: the marker is in the completion text too.
       expect(JSON.stringify(response.body)).toContain(marker)
     }
+    // A kept idempotent response is sealed, and still replays byte for byte.
+    const sealed = ask("svc/open", { class: "protected_provider_route" }, `keep ${marker} once`)
+    const headers = { "idempotency-key": `canary-${randomBytes(4).toString("hex")}` }
+    const first = await gateway.request("POST", "/v1/chat/completions", { key, body: sealed, headers })
+    const replay = await gateway.request("POST", "/v1/chat/completions", { key, body: sealed, headers })
+    expect(first.text).toContain(marker)
+    expect(replay.headers.get("idempotent-replayed")).toBe("true")
+    expect(replay.text).toBe(first.text)
     const columns = await gateway.query<{ table_name: string; column_name: string }>(
       `SELECT table_name, column_name FROM information_schema.columns
        WHERE table_schema = 'public' AND data_type IN ('text', 'jsonb', 'json', 'character varying')`

@@ -17,7 +17,10 @@ export const idempotencyKeyOf = (
     accountId: principal.accountId!,
     key: header,
     // The endpoint is part of the request: one key reused on another endpoint is a conflict.
-    requestSha256: createHash("sha256").update(endpoint).update("\n").update(JSON.stringify(payload)).digest()
+    requestSha256: createHash("sha256").update(endpoint).update("\n").update(JSON.stringify(payload)).digest(),
+    // A second, independent derivation: the stored hash does not give it away.
+    responseKey: createHash("sha256").update("svc sealed response\n").update(endpoint).update("\n")
+      .update(JSON.stringify(payload)).digest()
   }
 
 /** Marks a response that is the kept first response of its key. */
