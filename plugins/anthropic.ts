@@ -38,7 +38,18 @@ import {
   type UpstreamCompletion,
   UpstreamFailure
 } from "../services/Providers.ts"
-import { arrayOf, intOr, isRecord, type Json, Malformed, nowSeconds, protocolFailureOf, recordOf, stringOr } from "./support/json.ts"
+import {
+  arrayOf,
+  errorKindOf,
+  intOr,
+  isRecord,
+  type Json,
+  Malformed,
+  nowSeconds,
+  protocolFailureOf,
+  recordOf,
+  stringOr
+} from "./support/json.ts"
 import { type SseEvent, sseStream, type Translation } from "./support/sse.ts"
 import { apiKeyOf, baseUrlOf, makeUpstreamHttp, requestHeaders } from "./support/upstreamHttp.ts"
 
@@ -320,8 +331,7 @@ const usageOf = (u: unknown): Usage | undefined => {
   return { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens }
 }
 
-const errorMessageOf = (json: Json) =>
-  (isRecord(json.error) ? stringOr(json.error.message, "") : String(json.error ?? "")).slice(0, 200)
+const errorMessageOf = (json: Json) => errorKindOf(json.error)
 
 const completionOf = (u: unknown, upstreamModel: string, answerTool: string | undefined): UpstreamCompletion => {
   const json = recordOf(u, "message")

@@ -35,6 +35,7 @@ import {
 } from "../services/Providers.ts"
 import {
   arrayOf,
+  errorKindOf,
   fail,
   intOr,
   isRecord,
@@ -381,8 +382,7 @@ const usageOf = (u: unknown): Usage | undefined => {
 /** Throws if the body is an upstream error report rather than a response. */
 const rejectErrorBody = (json: Json) => {
   if (json.error !== undefined && json.error !== null && json.candidates === undefined) {
-    const message = isRecord(json.error) ? stringOr(json.error.message, "") : String(json.error)
-    throw new Malformed(`upstream reported an error: ${message.slice(0, 200)}`)
+    throw new Malformed(`upstream reported an error (${errorKindOf(json.error)})`)
   }
 }
 
@@ -475,7 +475,7 @@ const chunksOf = (body: Readable, fallbackModel: string): Stream.Stream<ChatChun
   })
 
   const translate = (event: SseEvent): Translation<ChatChunk> => {
-    if (event.event === "error") throw new Malformed(`upstream error event: ${event.data.slice(0, 200)}`)
+    if (event.event === "error") throw new Malformed("upstream sent an error event")
     if (event.event !== "message" || event.data === "") return { out: [], done: false }
     const json = recordOf(JSON.parse(event.data), "stream frame")
     rejectErrorBody(json)
@@ -542,8 +542,7 @@ const vectorOf = (u: unknown): Array<number> =>
 const embeddingsOf = (u: unknown, input: ReadonlyArray<string>): EmbedResult => {
   const json = recordOf(u, "embeddings response")
   if (json.error !== undefined && json.error !== null && json.embeddings === undefined) {
-    const message = isRecord(json.error) ? stringOr(json.error.message, "") : String(json.error)
-    throw new Malformed(`upstream reported an error: ${message.slice(0, 200)}`)
+    throw new Malformed(`upstream reported an error (${errorKindOf(json.error)})`)
   }
   const items = arrayOf(json.embeddings, "embeddings")
   if (items.length !== input.length) throw new Malformed(`${items.length} embeddings for ${input.length} inputs`)

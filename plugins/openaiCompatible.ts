@@ -14,7 +14,19 @@ import {
   type UpstreamCall,
   type UpstreamCompletion
 } from "../services/Providers.ts"
-import { arrayOf, fail, intOr, isRecord, type Json, Malformed, nowSeconds, protocolFailureOf, recordOf, stringOr } from "./support/json.ts"
+import {
+  arrayOf,
+  errorKindOf,
+  fail,
+  intOr,
+  isRecord,
+  type Json,
+  Malformed,
+  nowSeconds,
+  protocolFailureOf,
+  recordOf,
+  stringOr
+} from "./support/json.ts"
 import { type SseEvent, sseStream, type Translation } from "./support/sse.ts"
 import { apiKeyOf, baseUrlOf, makeUpstreamHttp, requestHeaders } from "./support/upstreamHttp.ts"
 
@@ -86,8 +98,7 @@ const toolCallDeltaOf = (u: unknown, i: number): ToolCallDelta => {
 /** Throws if the body is an upstream error report rather than a completion. */
 const rejectErrorBody = (json: Json) => {
   if (json.error !== undefined && json.error !== null && json.choices === undefined) {
-    const message = isRecord(json.error) ? stringOr(json.error.message, "") : String(json.error)
-    throw new Malformed(`upstream reported an error: ${message.slice(0, 200)}`)
+    throw new Malformed(`upstream reported an error (${errorKindOf(json.error)})`)
   }
 }
 
@@ -169,8 +180,7 @@ const vectorOf = (u: unknown): Array<number> =>
 const embeddingsOf = (u: unknown, inputs: number): EmbedResult => {
   const json = recordOf(u, "embeddings response")
   if (json.error !== undefined && json.error !== null && json.data === undefined) {
-    const message = isRecord(json.error) ? stringOr(json.error.message, "") : String(json.error)
-    throw new Malformed(`upstream reported an error: ${message.slice(0, 200)}`)
+    throw new Malformed(`upstream reported an error (${errorKindOf(json.error)})`)
   }
   const usage = recordOf(json.usage, "usage")
   if (!Number.isInteger(usage.prompt_tokens)) throw new Malformed("embeddings response has no usage")
@@ -189,7 +199,7 @@ const embeddingsOf = (u: unknown, inputs: number): EmbedResult => {
 
 /** Chat chunks from OpenAI's SSE events; the stream is complete at `data: [DONE]`. */
 const translateEvent = (fallbackModel: string) => (event: SseEvent): Translation<ChatChunk> => {
-  if (event.event === "error") throw new Malformed(`upstream error event: ${event.data.slice(0, 200)}`)
+  if (event.event === "error") throw new Malformed("upstream sent an error event")
   // Empty data frames are keep-alives; named events are not chat chunks.
   if (event.event !== "message" || event.data === "") return { out: [], done: false }
   if (event.data === "[DONE]") return { out: [], done: true }

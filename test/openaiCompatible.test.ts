@@ -170,7 +170,9 @@ describe("openai-compatible plugin", () => {
       upstream.behave({ status: 429 })
       const completeError = yield* Effect.flip(adapter.complete(callWith()))
       expect(completeError).toMatchObject({ _tag: "UpstreamFailure", kind: "status", status: 429 })
-      expect(completeError.detail).toContain("fake upstream error")
+      // The log detail names the error kind, never its text (upstreams echo prompts in messages).
+      expect(completeError.detail).toContain("type=fake_error")
+      expect(completeError.detail).not.toContain("fake upstream error")
       const streamError = yield* Effect.flip(adapter.stream(callWith()))
       expect(streamError).toMatchObject({ kind: "status", status: 429 })
     }))

@@ -25,7 +25,18 @@ export const intOr = (u: unknown, fallback: number): number => (Number.isInteger
 
 export const protocolFailure = (detail: string) => new UpstreamFailure({ kind: "protocol", detail })
 
+// Details go to the operators' log, which must hold no prompt or completion text: a JSON parse
+// error quotes its input, and upstream error messages echo prompts, so neither is kept.
 export const protocolFailureOf = (error: unknown) =>
-  protocolFailure(error instanceof Malformed ? error.message : `invalid JSON from upstream: ${String(error)}`)
+  protocolFailure(error instanceof Malformed ? error.message : "invalid JSON from upstream")
+
+/** An upstream error object's machine-readable fields (`type`, `code`, `status`), never its message. */
+export const errorKindOf = (error: unknown): string => {
+  const fields = isRecord(error) ? error : {}
+  return ["type", "code", "status"]
+    .filter((field) => typeof fields[field] === "string" || typeof fields[field] === "number")
+    .map((field) => `${field}=${String(fields[field]).slice(0, 64)}`)
+    .join(" ") || "unspecified"
+}
 
 export const nowSeconds = () => Math.floor(Date.now() / 1000)

@@ -8,6 +8,7 @@ import { Effect, type Scope } from "effect"
 import { Agent, type Dispatcher } from "undici"
 import type { ProviderConfig } from "../../services/Config.ts"
 import { ProviderConfigError, UpstreamFailure } from "../../services/Providers.ts"
+import { errorKindOf, isRecord } from "./json.ts"
 
 export type ResponseData = Dispatcher.ResponseData
 
@@ -20,19 +21,21 @@ export const failureOf = (error: unknown): UpstreamFailure => {
   return new UpstreamFailure({ kind: typeof code === "string" && timeoutCodes.has(code) ? "timeout" : "connection", detail })
 }
 
-/** Reads a bounded prefix of an error body; never fails. */
-const snippetOf = async (body: AsyncIterable<Uint8Array>): Promise<string> => {
+/** What an error body says, without its free text (see `errorKindOf`). Reads a bounded prefix; never fails. */
+const errorBodyKindOf = async (body: AsyncIterable<Uint8Array>): Promise<string> => {
   const decoder = new TextDecoder()
   let text = ""
   try {
     for await (const bytes of body) {
       text += decoder.decode(bytes, { stream: true })
-      if (text.length > 4096) break
+      if (text.length > 16_384) break
     }
+    const json = JSON.parse(text)
+    return errorKindOf(isRecord(json) && isRecord(json.error) ? json.error : json)
   } catch {
-    // The status is what matters; a broken error body adds nothing.
+    // Not JSON, or broken: the status is what matters.
+    return "unspecified"
   }
-  return text.replace(/\s+/g, " ").trim().slice(0, 200)
 }
 
 /** `Retry-After` in seconds (delta-seconds or an HTTP date), when present and sane. */
@@ -45,13 +48,13 @@ export const retryAfterSeconds = (header: string | ReadonlyArray<string> | undef
 
 /** A non-2xx answer as a failure. */
 export const statusFailure = (response: ResponseData) =>
-  Effect.promise(() => snippetOf(response.body)).pipe(
-    Effect.flatMap((snippet) => {
+  Effect.promise(() => errorBodyKindOf(response.body)).pipe(
+    Effect.flatMap((kind) => {
       const retryAfter = retryAfterSeconds(response.headers["retry-after"])
       return new UpstreamFailure({
         kind: "status",
         status: response.statusCode,
-        detail: `upstream answered ${response.statusCode}${snippet ? `: ${snippet}` : ""}`,
+        detail: `upstream answered ${response.statusCode}${kind ? ` (${kind})` : ""}`,
         ...(retryAfter !== undefined ? { retryAfterSeconds: retryAfter } : {})
       })
     })
