@@ -176,7 +176,8 @@ export const ChatGatewayLive = Layer.effect(
             principal,
             new ServiceUnavailable({
               code: "privacy_class_runtime_unavailable",
-              message: "No confidential runtime of this model has a verified attestation now (reason: attestation_not_verified)."
+              message: "No confidential runtime of this model has a verified attestation now (reason: attestation_not_verified).",
+              retryAfterSeconds: 30
             }),
             { requested, reason: "attestation_not_verified" }
           )

@@ -49,7 +49,11 @@ export class InternalError extends Schema.TaggedError<InternalError>()("Internal
 /** 503: no route may serve the call now (e.g. `margin_floor_violated`). */
 export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()(
   "ServiceUnavailable",
-  fields("service_unavailable")
+  {
+    ...fields("service_unavailable"),
+    /** Sent as the `Retry-After` header when set (not part of the body). */
+    retryAfterSeconds: Schema.optional(Schema.Int)
+  }
 ) {}
 /** 502: every eligible route failed. */
 export class UpstreamError extends Schema.TaggedError<UpstreamError>()("UpstreamError", fields("upstream_error")) {}

@@ -182,6 +182,7 @@ describe("privacy classes", () => {
     expect(response.status).toBe(503)
     expect(response.body.error.code).toBe("privacy_class_runtime_unavailable")
     expect(response.body.error.message).toContain("attestation_not_verified")
+    expect(response.headers.get("retry-after")).toBe("30")
     // Never a silent downgrade, even when lower classes are allowed.
     const allowed = await chat(key, ask("svc/vault", { class: "confidential_runtime_route", allowFallbackToLowerClass: true }))
     expect(allowed.status).toBe(503)

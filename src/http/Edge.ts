@@ -85,7 +85,17 @@ export const edgeMiddleware = (maxBodyBytes: number) =>
       return yield* app.pipe(
         Effect.provideService(HttpServerRequest.HttpServerRequest, request),
         Effect.provideService(MaxBodySize, Option.some(FileSystem.Size(maxBodyBytes))),
-        Effect.catchAllCause((cause) => Effect.flip(toApiError(maxBodyBytes)(cause)))
+        Effect.catchAllCause((cause) =>
+          Effect.flatMap(toApiError(maxBodyBytes)(cause), (error) =>
+            Effect.zipRight(
+              error._tag === "ServiceUnavailable" && error.retryAfterSeconds !== undefined
+                ? HttpApp.appendPreResponseHandler((_, response) =>
+                  Effect.succeed(HttpServerResponse.setHeader(response, "retry-after", String(error.retryAfterSeconds)))
+                )
+                : Effect.void,
+              Effect.fail(error)
+            ))
+        )
       )
       // Endpoint-level errors pass through unchanged; the typing only knows the API-level ones.
     }) as Effect.Effect<HttpServerResponse.HttpServerResponse, InvalidRequest, HttpServerRequest.HttpServerRequest>))
