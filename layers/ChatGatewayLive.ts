@@ -24,7 +24,8 @@ import {
   UpstreamError
 } from "../services/ApiError.ts"
 import type { Principal } from "../services/ApiKeys.ts"
-import { Catalogue, type Model } from "../services/Catalogue.ts"
+import { Attestation, type AttestationRefused } from "../services/Attestation.ts"
+import { Catalogue, type Deployment, type Model } from "../services/Catalogue.ts"
 import type { ChatChunk, ChatRequest, Usage } from "../services/Chat.ts"
 import { ChatGateway } from "../services/ChatGateway.ts"
 import { AppConfig, type PrivacyClass } from "../services/Config.ts"
@@ -98,6 +99,7 @@ export const ChatGatewayLive = Layer.effect(
     const health = yield* Health
     const strategies = yield* RouterStrategies
     const events = yield* EventLog
+    const attestationService = yield* Attestation
     const config = yield* AppConfig
 
     const floors = marginFloors(config.file.marginFloor)
@@ -169,21 +171,50 @@ export const ChatGatewayLive = Layer.effect(
           served = strongest(earnable(first))!
           privacyEvents.push({ type: "privacy.downgraded", data: { requested, served, model: first.id } })
         }
-        if (served === "confidential_runtime_route") {
-          // Fail closed: a confidential route needs a fresh attestation verdict, and none is verified yet.
-          return yield* rejectPrivacy(
-            request,
-            principal,
-            new ServiceUnavailable({
-              code: "privacy_class_runtime_unavailable",
-              message: "No confidential runtime of this model has a verified attestation now (reason: attestation_not_verified).",
-              retryAfterSeconds: 30
-            }),
-            { requested, reason: "attestation_not_verified" }
-          )
-        }
         const plan = { ...planned, models: planned.models.filter((model) => earnable(model).has(served)) }
-        privacyEvents.push({ type: "privacy.class_served", data: { class: served } })
+        // A confidential route serves only while its runtime's attestation verdict is fresh; with none,
+        // the call fails closed (503 with the reason), never silently served weaker.
+        const attested = new Set<string>()
+        if (served === "confidential_runtime_route") {
+          const verdicts: Array<string> = []
+          let refusal: AttestationRefused | undefined
+          for (const model of plan.models) {
+            for (const deployment of catalogue.deployments(model.id)) {
+              const attestation = deployment.policy.attestation
+              if (!deployment.privacyClasses.includes(served) || attestation === undefined) continue
+              const verdict = yield* Effect.either(attestationService.verdict(deployment.provider.id, attestation))
+              if (verdict._tag === "Right") {
+                attested.add(deployment.id)
+                verdicts.push(verdict.right.id)
+              } else {
+                refusal ??= verdict.left
+                yield* Effect.logWarning("attestation refused").pipe(
+                  Effect.annotateLogs({ deployment: deployment.id, reason: verdict.left.reason, detail: verdict.left.detail })
+                )
+              }
+            }
+          }
+          if (attested.size === 0) {
+            const reason = refusal?.reason ?? "verifier_unreachable"
+            return yield* rejectPrivacy(
+              request,
+              principal,
+              new ServiceUnavailable({
+                code: "privacy_class_runtime_unavailable",
+                message: `No confidential runtime of this model has a valid attestation now (reason: ${reason}).`,
+                param: "privacy.class",
+                retryAfterSeconds: Math.max(1, Math.ceil(refusal?.retryAfterSeconds ?? 30))
+              }),
+              { requested, reason }
+            )
+          }
+          privacyEvents.push({ type: "privacy.class_served", data: { class: served, attestation_verdicts: verdicts } })
+        } else {
+          privacyEvents.push({ type: "privacy.class_served", data: { class: served } })
+        }
+        const servable = (deployment: Deployment) =>
+          deployment.privacyClasses.includes(served) &&
+          (served !== "confidential_runtime_route" || attested.has(deployment.id))
 
         const floor = floors[served]
         const targets: Array<Target> = []
@@ -192,7 +223,7 @@ export const ChatGatewayLive = Layer.effect(
         for (const model of plan.models) {
           const estimate = pricing.estimateFor(model, inputTokens, shape.requestedOutput)
           const passing = catalogue.deployments(model.id).filter((deployment) =>
-            deployment.privacyClasses.includes(served) && meetsFloor(pricing.cost(model, deployment, estimate), floor)
+            servable(deployment) && meetsFloor(pricing.cost(model, deployment, estimate), floor)
           )
           if (passing.length === 0) continue
           floorMet = true

@@ -6,9 +6,11 @@
 import { Layer } from "effect"
 import type { Ledger } from "../services/Ledger.ts"
 import { Plugins } from "../plugins/index.ts"
+import { JwtAttestationVerifierLive } from "../plugins/attestation/jwt.ts"
 import { RouterModes } from "../plugins/router/index.ts"
 import { AccountsPg } from "./AccountsPg.ts"
 import { ApiKeysPg } from "./ApiKeysPg.ts"
+import { AttestationLive } from "./AttestationLive.ts"
 import { CatalogueLive } from "./CatalogueLive.ts"
 import { ChatGatewayLive } from "./ChatGatewayLive.ts"
 import { DatabaseLive } from "./Database.ts"
@@ -47,6 +49,7 @@ export const coreWith = <E, R>(ledger: Layer.Layer<Ledger, E, R>) => {
     Layer.provideMerge(Layer.mergeAll(HealthPg, HealthReportPg)),
     Layer.provideMerge(Money),
     Layer.provideMerge(RouterModesLive),
+    Layer.provideMerge(AttestationLive().pipe(Layer.provide(JwtAttestationVerifierLive()))),
     // Built first: a config mistake the catalogue finds stops the start before the database opens.
     Layer.provideMerge(Catalogue),
     Layer.provideMerge(PricingLive),

@@ -7,13 +7,20 @@
  */
 import { randomBytes } from "node:crypto"
 import OpenAI from "openai"
+import { Effect, Exit, Scope } from "effect"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { acquireFakeAttestationRuntime, type FakeAttestationRuntime } from "./support/fakeAttestationRuntime.ts"
 import { type FakeOpenAi, startFakeOpenAi } from "./support/fakeOpenAiUpstream.ts"
 import { startGateway, type TestGateway } from "./support/gateway.ts"
 import { moneyViolations } from "./support/invariants.ts"
 
 let upstream: FakeOpenAi
 let gateway: TestGateway
+const runtimesScope = Effect.runSync(Scope.make())
+/** Confidential runtimes: one that attests, one that measures something not allowed, one that is down. */
+let attesting: FakeAttestationRuntime
+let unknownCode: FakeAttestationRuntime
+let down: FakeAttestationRuntime
 
 const model = (id: string) => ({
   id,
@@ -25,6 +32,15 @@ const model = (id: string) => ({
 
 beforeAll(async () => {
   upstream = await startFakeOpenAi()
+  ;[attesting, unknownCode, down] = await Effect.runPromise(
+    Scope.extend(
+      Effect.all([acquireFakeAttestationRuntime, acquireFakeAttestationRuntime, acquireFakeAttestationRuntime]),
+      runtimesScope
+    )
+  )
+  unknownCode.mode = "wrong_measurement"
+  down.mode = "down"
+  down.retryAfter = "7"
   const provider = (id: string, privacy: unknown, deployments: Array<unknown>) => ({
     id,
     plugin: "openai-compatible",
@@ -37,7 +53,7 @@ beforeAll(async () => {
   gateway = await startGateway({
     config: {
       routing: { health: { failureThreshold: 1000 } },
-      models: [model("svc/open"), model("svc/guarded"), model("svc/vault")],
+      models: ["svc/open", "svc/guarded", "svc/vault", "svc/vault-unknown", "svc/vault-down"].map(model),
       providers: [
         // No stated policy: it counts as storing, logging and training — standard only. The cheapest.
         provider("privacy-anyone", undefined, [{ model: "svc/open", upstreamModel: "open-on-anyone", cost: { input: "0.10", output: "0.20" } }]),
@@ -48,15 +64,15 @@ beforeAll(async () => {
         provider("privacy-own-racks", { ...noRetention, operatorControlled: true }, [
           { model: "svc/guarded", upstreamModel: "guarded-on-own-racks", cost: { input: "0.50", output: "1.00" } }
         ]),
-        provider("privacy-enclave", {
-          ...noRetention,
-          attestation: {
-            url: `${upstream.baseUrl}/attestation`,
-            jwksUrl: `${upstream.baseUrl}/jwks`,
-            measurements: ["sha384:abc"],
-            maxAgeSeconds: 300
-          }
-        }, [{ model: "svc/vault", upstreamModel: "vault-in-enclave" }])
+        provider("privacy-enclave", { ...noRetention, attestation: attesting.config() }, [
+          { model: "svc/vault", upstreamModel: "vault-in-enclave" }
+        ]),
+        provider("privacy-enclave-unknown", { ...noRetention, attestation: unknownCode.config() }, [
+          { model: "svc/vault-unknown", upstreamModel: "vault-unknown-code" }
+        ]),
+        provider("privacy-enclave-down", { ...noRetention, attestation: down.config() }, [
+          { model: "svc/vault-down", upstreamModel: "vault-runtime-down" }
+        ])
       ]
     }
   })
@@ -68,6 +84,7 @@ afterEach(async () => {
 afterAll(async () => {
   await gateway?.close()
   await upstream?.close()
+  await Effect.runPromise(Scope.close(runtimesScope, Exit.void))
 })
 
 const account = () => gateway.account({ credit: "5", scopes: ["chat", "monitoring"] })
@@ -175,18 +192,33 @@ describe("privacy classes", () => {
     expect((await chat(key, { ...ask("svc/guarded"), privacy: "private" })).status).toBe(400)
   })
 
-  it("fails closed for the confidential class while no attestation is verified", async () => {
-    const { key } = await account()
-    const before = upstream.requests.length
+  it("serves the confidential class only with a fresh attestation verdict, and records it", async () => {
+    const { id, key } = await account()
     const response = await chat(key, ask("svc/vault", { class: "confidential_runtime_route" }))
-    expect(response.status).toBe(503)
-    expect(response.body.error.code).toBe("privacy_class_runtime_unavailable")
-    expect(response.body.error.message).toContain("attestation_not_verified")
-    expect(response.headers.get("retry-after")).toBe("30")
+    expect(response.status).toBe(200)
+    expect(lastUpstreamModel()).toBe("vault-in-enclave")
+    expect(response.body.privacy).toMatchObject({ class: "confidential_runtime_route", training_on_prompts: false })
+    expect(attesting.nonces.length).toBeGreaterThanOrEqual(1)
+    const [served] = (await privacyEvents(id)).filter((event) => event.type === "privacy.class_served")
+    expect(served!.data.attestation_verdicts).toEqual([expect.stringMatching(/^att_/)])
+  })
+
+  it("fails closed with the reason when the runtime's attestation is not valid, asking nothing upstream", async () => {
+    const { id, key } = await account()
+    const before = upstream.requests.length
+    const unknown = await chat(key, ask("svc/vault-unknown", { class: "confidential_runtime_route" }))
+    expect(unknown.status).toBe(503)
+    expect(unknown.body.error.code).toBe("privacy_class_runtime_unavailable")
+    expect(unknown.body.error.message).toContain("measurement_not_allowed")
+    expect(Number(unknown.headers.get("retry-after"))).toBeGreaterThan(0)
     // Never a silent downgrade, even when lower classes are allowed.
-    const allowed = await chat(key, ask("svc/vault", { class: "confidential_runtime_route", allowFallbackToLowerClass: true }))
+    const allowed = await chat(key, ask("svc/vault-down", { class: "confidential_runtime_route", allowFallbackToLowerClass: true }))
     expect(allowed.status).toBe(503)
+    expect(allowed.body.error.message).toContain("verifier_unreachable")
+    expect(allowed.headers.get("retry-after")).toBe("7")
     expect(upstream.requests.length).toBe(before)
+    const rejected = (await privacyEvents(id)).filter((event) => event.type === "privacy.rejected")
+    expect(rejected.map((event) => event.data.reason).sort()).toEqual(["measurement_not_allowed", "verifier_unreachable"])
   })
 
   it("never fails over to a weaker class: the protected route failing is a 502, not a standard answer", async () => {
