@@ -83,6 +83,8 @@ interface Route {
   readonly served: PrivacyClass
   /** Events recorded with the receipt: the class served, and a downgrade if the caller allowed one. */
   readonly privacyEvents: ReadonlyArray<CallEvent>
+  /** Confidential calls: deployment id → the attestation verdict it serves under. */
+  readonly attested: ReadonlyMap<string, string>
   readonly shape: RequestShape
   readonly targets: ReadonlyArray<Target>
   /** The reservation: the largest estimate among the models that may serve. */
@@ -174,7 +176,8 @@ export const ChatGatewayLive = Layer.effect(
         const plan = { ...planned, models: planned.models.filter((model) => earnable(model).has(served)) }
         // A confidential route serves only while its runtime's attestation verdict is fresh; with none,
         // the call fails closed (503 with the reason), never silently served weaker.
-        const attested = new Set<string>()
+        /** Deployment id → the verdict it serves under. */
+        const attested = new Map<string, string>()
         if (served === "confidential_runtime_route") {
           const verdicts: Array<string> = []
           let refusal: AttestationRefused | undefined
@@ -184,7 +187,7 @@ export const ChatGatewayLive = Layer.effect(
               if (!deployment.privacyClasses.includes(served) || attestation === undefined) continue
               const verdict = yield* Effect.either(attestationService.verdict(deployment.provider.id, attestation))
               if (verdict._tag === "Right") {
-                attested.add(deployment.id)
+                attested.set(deployment.id, verdict.right.id)
                 verdicts.push(verdict.right.id)
               } else {
                 refusal ??= verdict.left
@@ -240,7 +243,7 @@ export const ChatGatewayLive = Layer.effect(
         if (targets.length === 0) {
           return yield* new UpstreamError({ message: "Every route for this request is recovering from failures; try again shortly." })
         }
-        return { plan, served, privacyEvents, shape, targets, amount }
+        return { plan, served, privacyEvents, attested, shape, targets, amount }
       })
 
     /** Every route failed: the routing events still tell the story; then the caller's error. */
@@ -274,10 +277,10 @@ export const ChatGatewayLive = Layer.effect(
       route: Route,
       usage: TokenUsage,
       attempts: ReadonlyArray<AttemptLog>
-    ) =>
-      ledger.settle(
-        reservation,
-        billOf(
+    ) => {
+      const verdict = route.attested.get(answered.target.deployment.id)
+      return ledger.settle(reservation, {
+        ...billOf(
           pricing,
           ENDPOINT,
           answered.target.model,
@@ -286,8 +289,10 @@ export const ChatGatewayLive = Layer.effect(
           attempts.map(asAttempt),
           [...routeEvents(attempts, route.plan.reason), ...route.privacyEvents],
           route.served
-        )
-      )
+        ),
+        ...(verdict !== undefined ? { attestationVerdicts: [verdict] } : {})
+      })
+    }
 
     const blockFor = (route: Route, answered: Answered<unknown>): PrivacyBlock =>
       privacyBlock(route.served, answered.target.deployment.policy.trains)

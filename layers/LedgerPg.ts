@@ -39,6 +39,7 @@ interface ReceiptRow {
   readonly settled_at: Date
   readonly balance_after_usd: string
   readonly attempts: ReadonlyArray<Attempt>
+  readonly attestation_verdicts: ReadonlyArray<string> | null
   readonly created_at: Date
 }
 
@@ -64,7 +65,8 @@ const toReceipt = (row: ReceiptRow): Receipt => ({
   reservedAt: row.reserved_at,
   settledAt: row.settled_at,
   balanceAfter: money(row.balance_after_usd),
-  attempts: row.attempts
+  attempts: row.attempts,
+  ...(row.attestation_verdicts !== null ? { attestationVerdicts: row.attestation_verdicts } : {})
 })
 
 /** What a settlement statement answers per call; the rest of the receipt is the bill. */
@@ -189,6 +191,7 @@ export const LedgerPg = Layer.scoped(
       entry_id: ids.make("led"),
       settled_event_id: ids.make("evt"),
       receipt_event_id: ids.make("evt"),
+      attestation_verdicts: bill.attestationVerdicts ?? null,
       call_events: (bill.events ?? []).map((event) => ({ id: ids.make("evt"), type: event.type, data: event.data }))
     })
 
@@ -205,7 +208,7 @@ export const LedgerPg = Layer.scoped(
               ord int, id text, request_id text, endpoint text, model text, tier text, privacy_class text,
               input_tokens int, output_tokens int, input_price numeric, output_price numeric, upstream numeric,
               total numeric, estimated numeric, reserved_at timestamptz, attempts jsonb, provider_id text,
-              entry_id text, settled_event_id text, receipt_event_id text, call_events jsonb)
+              entry_id text, settled_event_id text, receipt_event_id text, call_events jsonb, attestation_verdicts jsonb)
         ), closed AS (
           UPDATE reservations SET status = 'settled', closed_at = now()
           FROM input
@@ -224,11 +227,11 @@ export const LedgerPg = Layer.scoped(
           INSERT INTO receipts (
             id, account_id, request_id, endpoint, model, tier, privacy_class, input_tokens, output_tokens,
             input_per_mtok_usd, output_per_mtok_usd, upstream_usd, margin_usd, total_usd, estimated_usd,
-            reserved_at, balance_after_usd, attempts, provider_id)
+            reserved_at, balance_after_usd, attempts, provider_id, attestation_verdicts)
           SELECT
             id, ${accountId}, request_id, endpoint, model, tier, privacy_class, input_tokens, output_tokens,
             input_price, output_price, upstream, charge - upstream, charge, estimated, reserved_at,
-            charged.balance_before - sum(charge) OVER (ORDER BY ord), attempts, provider_id
+            charged.balance_before - sum(charge) OVER (ORDER BY ord), attempts, provider_id, attestation_verdicts
           FROM billed, charged
           RETURNING *
         ), entry AS (

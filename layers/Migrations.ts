@@ -6,13 +6,15 @@ import accountsKeysLedger from "./migrations/0001_accounts_keys_ledger.ts"
 import reservationsReceipts from "./migrations/0002_reservations_receipts.ts"
 import idempotencyKeys from "./migrations/0003_idempotency_keys.ts"
 import deploymentHealth from "./migrations/0004_deployment_health.ts"
+import receiptAttestation from "./migrations/0005_receipt_attestation.ts"
 
 const migrate = Migrator.make({})({
   loader: Migrator.fromRecord({
     "0001_accounts_keys_ledger": accountsKeysLedger,
     "0002_reservations_receipts": reservationsReceipts,
     "0003_idempotency_keys": idempotencyKeys,
-    "0004_deployment_health": deploymentHealth
+    "0004_deployment_health": deploymentHealth,
+    "0005_receipt_attestation": receiptAttestation
   }),
   table: "svc_migrations"
 })

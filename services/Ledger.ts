@@ -54,6 +54,8 @@ export interface Bill {
   readonly providerId: string
   /** Recorded with the receipt; they name no provider. */
   readonly events?: ReadonlyArray<CallEvent>
+  /** Confidential calls: the attestation verdicts the call was served under. */
+  readonly attestationVerdicts?: ReadonlyArray<string>
 }
 
 /** The settled record of one call: its bill as charged (after the clamp rule), without operator-only facts. */
@@ -109,5 +111,6 @@ export const receiptOf = (
   reservedAt: reservation.reservedAt,
   settledAt: settled.settledAt,
   balanceAfter: settled.balanceAfter,
-  attempts: bill.attempts
+  attempts: bill.attempts,
+  ...(bill.attestationVerdicts !== undefined ? { attestationVerdicts: bill.attestationVerdicts } : {})
 })

@@ -201,6 +201,9 @@ describe("privacy classes", () => {
     expect(attesting.nonces.length).toBeGreaterThanOrEqual(1)
     const [served] = (await privacyEvents(id)).filter((event) => event.type === "privacy.class_served")
     expect(served!.data.attestation_verdicts).toEqual([expect.stringMatching(/^att_/)])
+    const receipt = await gateway.request("GET", `/v1/receipts/${response.headers.get("x-svc-receipt-id")}`, { key })
+    expect(receipt.body).toMatchObject({ privacy_class: "confidential_runtime_route" })
+    expect(receipt.body.attestation_verdict_ids).toEqual(served!.data.attestation_verdicts)
   })
 
   it("fails closed with the reason when the runtime's attestation is not valid, asking nothing upstream", async () => {

@@ -104,7 +104,9 @@ export const ReceiptRecord = Schema.Struct({
     model: Schema.String,
     outcome: Schema.Literal("ok", "error", "timeout"),
     latency_ms: Schema.Int
-  }))
+  })),
+  /** Confidential calls: the attestation verdicts the call was served under. */
+  attestation_verdict_ids: Schema.optional(Schema.Array(Schema.String))
 }).annotations({ identifier: "Receipt" })
 
 const Rate = Schema.Number.annotations({ description: "A fraction in [0, 1]" })

@@ -38,7 +38,8 @@ export const toReceiptRecord = (receipt: Receipt): typeof ReceiptRecord.Type => 
     model: attempt.model,
     outcome: attempt.outcome,
     latency_ms: attempt.latencyMs
-  }))
+  })),
+  ...(receipt.attestationVerdicts !== undefined ? { attestation_verdict_ids: receipt.attestationVerdicts } : {})
 })
 
 export const ReceiptsHandlers = HttpApiBuilder.group(Api, "receipts", (handlers) =>
