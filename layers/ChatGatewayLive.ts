@@ -35,7 +35,7 @@ import { Ids } from "../services/Ids.ts"
 import { type Attempt, type CallEvent, Ledger, type Reservation } from "../services/Ledger.ts"
 import type { Nanos } from "../services/Money.ts"
 import { Pricing, type TokenUsage } from "../services/Pricing.ts"
-import { type PrivacyBlock, privacyBlock, strongest } from "../services/Privacy.ts"
+import { type PrivacyBlock, privacyBlock } from "../services/Privacy.ts"
 import type { UpstreamCompletion, UpstreamFailure } from "../services/Providers.ts"
 import { type RequestShape, RouterStrategies } from "../services/Router.ts"
 import { billOf, scopedReservation, withReservation } from "./billedCall.ts"
@@ -43,6 +43,7 @@ import { orderDeployments } from "./routing/deploymentOrder.ts"
 import { type Answered, type AttemptLog, firstThatAnswers, type RoutesFailed, type Target } from "./routing/failover.ts"
 import { marginFloors, meetsFloor } from "./routing/marginFloor.ts"
 import { privacyAskOf } from "./routing/privacyAsk.ts"
+import { chooseClass } from "./routing/privacyClass.ts"
 import { routeEvents } from "./routing/routeEvents.ts"
 import { planRoute, type RoutePlan } from "./routing/routePlan.ts"
 import { shapeOf } from "./routing/requestShape.ts"
@@ -154,23 +155,23 @@ export const ChatGatewayLive = Layer.effect(
         // first model earns for `bestAvailable`, or when the caller allowed a lower class. Fallbacks
         // and retries only go to deployments that earn it: never weaker than promised.
         const first = planned.models[0]!
-        const requested = ask.requested === "best_available" ? strongest(earnable(first))! : ask.requested
-        let served = requested
+        const choice = chooseClass(ask, planned.models.map(earnable))
+        const requested = choice.requested
+        if (choice._tag === "Refuse") {
+          return yield* rejectPrivacy(
+            request,
+            principal,
+            new PrivacyUnavailable({
+              message: `${first.id} cannot be served at ${requested}; set privacy.allowFallbackToLowerClass to accept ` +
+                `the strongest class it earns, or choose another model (GET /v1/models lists each model's classes).`,
+              param: "privacy.class"
+            }),
+            { requested, reason: "not_earnable" }
+          )
+        }
+        const served = choice.served
         const privacyEvents: Array<CallEvent> = []
-        if (!planned.models.some((model) => earnable(model).has(requested))) {
-          if (!ask.allowFallback) {
-            return yield* rejectPrivacy(
-              request,
-              principal,
-              new PrivacyUnavailable({
-                message: `${first.id} cannot be served at ${requested}; set privacy.allowFallbackToLowerClass to accept ` +
-                  `the strongest class it earns, or choose another model (GET /v1/models lists each model's classes).`,
-                param: "privacy.class"
-              }),
-              { requested, reason: "not_earnable" }
-            )
-          }
-          served = strongest(earnable(first))!
+        if (choice.downgraded) {
           privacyEvents.push({ type: "privacy.downgraded", data: { requested, served, model: first.id } })
         }
         const plan = { ...planned, models: planned.models.filter((model) => earnable(model).has(served)) }
