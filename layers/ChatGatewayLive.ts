@@ -37,7 +37,7 @@ import type { Nanos } from "../services/Money.ts"
 import { Pricing, type TokenUsage } from "../services/Pricing.ts"
 import { type PrivacyBlock, privacyBlock } from "../services/Privacy.ts"
 import type { UpstreamCompletion, UpstreamFailure } from "../services/Providers.ts"
-import { type RequestShape, RouterStrategies } from "../services/Router.ts"
+import { RouterStrategies } from "../services/Router.ts"
 import { billOf, scopedReservation, withReservation } from "./billedCall.ts"
 import { orderDeployments } from "./routing/deploymentOrder.ts"
 import { type Answered, type AttemptLog, firstThatAnswers, type RoutesFailed, type Target } from "./routing/failover.ts"
@@ -86,7 +86,6 @@ interface Route {
   readonly privacyEvents: ReadonlyArray<CallEvent>
   /** Confidential calls: deployment id → the attestation verdict it serves under. */
   readonly attested: ReadonlyMap<string, string>
-  readonly shape: RequestShape
   readonly targets: ReadonlyArray<Target>
   /** The reservation: the largest estimate among the models that may serve. */
   readonly amount: Nanos
@@ -121,20 +120,46 @@ export const ChatGatewayLive = Layer.effect(
       return best
     }
 
-    /** Classes some deployment of the model can earn. */
-    const earnable = (model: Model) => new Set(catalogue.deployments(model.id).flatMap((deployment) => deployment.privacyClasses))
+    /** Records events of a call that leaves no receipt (those with one are written with it). */
+    const recordWithoutReceipt = (principal: Principal, callEvents: ReadonlyArray<CallEvent>) =>
+      Effect.flatMap(FiberRef.get(currentRequestId), (requestId) =>
+        Effect.forEach(callEvents, (event) =>
+          events.record({
+            type: event.type,
+            accountId: principal.accountId!,
+            ...(typeof requestId === "string" ? { requestId } : {}),
+            data: event.data
+          }), { discard: true }))
 
     const rejectPrivacy = <E>(request: ChatRequest, principal: Principal, error: E, data: Record<string, unknown>) =>
       Effect.zipRight(
-        Effect.flatMap(FiberRef.get(currentRequestId), (requestId) =>
-          events.record({
-            type: "privacy.rejected",
-            accountId: principal.accountId!,
-            ...(typeof requestId === "string" ? { requestId } : {}),
-            data: { model: request.model, ...data }
-          })),
+        recordWithoutReceipt(principal, [{ type: "privacy.rejected", data: { model: request.model, ...data } }]),
         Effect.fail(error)
       )
+
+    /**
+     * The verdicts of the confidential deployments of these models: deployment id → verdict id for
+     * those whose runtime attests now, and the first refusal (for the caller's reason).
+     */
+    const attest = (models: ReadonlyArray<Model>) =>
+      Effect.gen(function*() {
+        const attested = new Map<string, string>()
+        let refusal: AttestationRefused | undefined
+        for (const deployment of models.flatMap((model) => catalogue.deployments(model.id))) {
+          const attestation = deployment.policy.attestation
+          if (!deployment.privacyClasses.includes("confidential_runtime_route") || attestation === undefined) continue
+          const verdict = yield* Effect.either(attestationService.verdict(deployment.provider.id, attestation))
+          if (verdict._tag === "Right") {
+            attested.set(deployment.id, verdict.right.id)
+            continue
+          }
+          refusal ??= verdict.left
+          yield* Effect.logWarning("attestation refused").pipe(
+            Effect.annotateLogs({ deployment: deployment.id, reason: verdict.left.reason, detail: verdict.left.detail })
+          )
+        }
+        return { attested, refusal }
+      })
 
     const route = (
       request: ChatRequest,
@@ -155,7 +180,7 @@ export const ChatGatewayLive = Layer.effect(
         // first model earns for `bestAvailable`, or when the caller allowed a lower class. Fallbacks
         // and retries only go to deployments that earn it: never weaker than promised.
         const first = planned.models[0]!
-        const choice = chooseClass(ask, planned.models.map(earnable))
+        const choice = chooseClass(ask, planned.models.map((model) => model.privacyClasses))
         const requested = choice.requested
         if (choice._tag === "Refuse") {
           return yield* rejectPrivacy(
@@ -174,48 +199,30 @@ export const ChatGatewayLive = Layer.effect(
         if (choice.downgraded) {
           privacyEvents.push({ type: "privacy.downgraded", data: { requested, served, model: first.id } })
         }
-        const plan = { ...planned, models: planned.models.filter((model) => earnable(model).has(served)) }
+        const plan = { ...planned, models: planned.models.filter((model) => model.privacyClasses.includes(served)) }
         // A confidential route serves only while its runtime's attestation verdict is fresh; with none,
         // the call fails closed (503 with the reason), never silently served weaker.
-        /** Deployment id → the verdict it serves under. */
-        const attested = new Map<string, string>()
-        if (served === "confidential_runtime_route") {
-          const verdicts: Array<string> = []
-          let refusal: AttestationRefused | undefined
-          for (const model of plan.models) {
-            for (const deployment of catalogue.deployments(model.id)) {
-              const attestation = deployment.policy.attestation
-              if (!deployment.privacyClasses.includes(served) || attestation === undefined) continue
-              const verdict = yield* Effect.either(attestationService.verdict(deployment.provider.id, attestation))
-              if (verdict._tag === "Right") {
-                attested.set(deployment.id, verdict.right.id)
-                verdicts.push(verdict.right.id)
-              } else {
-                refusal ??= verdict.left
-                yield* Effect.logWarning("attestation refused").pipe(
-                  Effect.annotateLogs({ deployment: deployment.id, reason: verdict.left.reason, detail: verdict.left.detail })
-                )
-              }
-            }
-          }
-          if (attested.size === 0) {
-            const reason = refusal?.reason ?? "verifier_unreachable"
-            return yield* rejectPrivacy(
-              request,
-              principal,
-              new ServiceUnavailable({
-                code: "privacy_class_runtime_unavailable",
-                message: `No confidential runtime of this model has a valid attestation now (reason: ${reason}).`,
-                param: "privacy.class",
-                retryAfterSeconds: Math.max(1, Math.ceil(refusal?.retryAfterSeconds ?? 30))
-              }),
-              { requested, reason }
-            )
-          }
-          privacyEvents.push({ type: "privacy.class_served", data: { class: served, attestation_verdicts: verdicts } })
-        } else {
-          privacyEvents.push({ type: "privacy.class_served", data: { class: served } })
+        const { attested, refusal } = served === "confidential_runtime_route"
+          ? yield* attest(plan.models)
+          : { attested: new Map<string, string>(), refusal: undefined }
+        if (served === "confidential_runtime_route" && attested.size === 0) {
+          const reason = refusal?.reason ?? "verifier_unreachable"
+          return yield* rejectPrivacy(
+            request,
+            principal,
+            new ServiceUnavailable({
+              code: "privacy_class_runtime_unavailable",
+              message: `No confidential runtime of this model has a valid attestation now (reason: ${reason}).`,
+              param: "privacy.class",
+              retryAfterSeconds: Math.max(1, Math.ceil(refusal?.retryAfterSeconds ?? 30))
+            }),
+            { requested, reason }
+          )
         }
+        privacyEvents.push({
+          type: "privacy.class_served",
+          data: attested.size > 0 ? { class: served, attestation_verdicts: [...attested.values()] } : { class: served }
+        })
         const servable = (deployment: Deployment) =>
           deployment.privacyClasses.includes(served) &&
           (served !== "confidential_runtime_route" || attested.has(deployment.id))
@@ -244,22 +251,15 @@ export const ChatGatewayLive = Layer.effect(
         if (targets.length === 0) {
           return yield* new UpstreamError({ message: "Every route for this request is recovering from failures; try again shortly." })
         }
-        return { plan, served, privacyEvents, attested, shape, targets, amount }
+        return { plan, served, privacyEvents, attested, targets, amount }
       })
 
     /** Every route failed: the routing events still tell the story; then the caller's error. */
     const failed = (principal: Principal, plan: RoutePlan, routesFailed: RoutesFailed) =>
-      Effect.gen(function*() {
-        const requestId = yield* FiberRef.get(currentRequestId)
-        yield* Effect.forEach(routeEvents(routesFailed.attempts, plan.reason), (event) =>
-          events.record({
-            type: event.type,
-            accountId: principal.accountId!,
-            ...(typeof requestId === "string" ? { requestId } : {}),
-            data: event.data
-          }), { discard: true })
-        return yield* routesFailedError(routesFailed)
-      })
+      Effect.zipRight(
+        recordWithoutReceipt(principal, routeEvents(routesFailed.attempts, plan.reason)),
+        routesFailedError(routesFailed)
+      )
 
     const recordSuccess = (answered: Answered<unknown>, latencyMs: number, outputTokens: number, ttftMs?: number) =>
       health.record({

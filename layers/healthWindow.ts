@@ -3,7 +3,7 @@
  * minutes or the last 200 outcomes, whichever is fewer. Percentiles here are
  * exact (nearest rank over the samples); the shared numbers use histograms.
  */
-import type { Outcome } from "../services/Health.ts"
+import type { DeploymentHealth, Outcome } from "../services/Health.ts"
 
 export const WINDOW_MS = 5 * 60_000
 export const WINDOW_OUTCOMES = 200
@@ -21,16 +21,11 @@ export const generationMs = (outcome: Outcome): number | undefined => {
   return ms > 0 ? ms : undefined
 }
 
-export interface WindowStats {
-  readonly requests: number
-  readonly failures: number
-  readonly fallbacks: number
-  /** Over successful outcomes only: a refused connection answers fast and would flatter the latency. */
-  readonly p50LatencyMs: number | undefined
-  readonly p95LatencyMs: number | undefined
-  readonly p50TtftMs: number | undefined
-  readonly tokensPerSecond: number | undefined
-}
+/** The windowed numbers of `DeploymentHealth` (its breaker fields come from the shared rows). */
+export type WindowStats = Pick<
+  DeploymentHealth,
+  "requests" | "failures" | "fallbacks" | "p50LatencyMs" | "p95LatencyMs" | "p50TtftMs" | "tokensPerSecond"
+>
 
 interface Sample {
   readonly at: number

@@ -8,7 +8,7 @@ import { Effect } from "effect"
 import { InvalidRequest, UpstreamError, UpstreamTimeout } from "../services/ApiError.ts"
 import type { Deployment } from "../services/Catalogue.ts"
 import type { UpstreamFailure } from "../services/Providers.ts"
-import type { RoutesFailed } from "./routing/failover.ts"
+import { isRequestFault, type RoutesFailed } from "./routing/failover.ts"
 
 const logFailure = (deployment: string, failure: UpstreamFailure) =>
   Effect.logWarning("upstream call failed").pipe(
@@ -31,8 +31,7 @@ export const toApiError = (deployment: Deployment) =>
     Effect.fail(
       failure.kind === "timeout"
         ? new UpstreamTimeout({ message: "The model did not answer in time." })
-        : failure.kind === "status" && failure.status !== undefined && failure.status >= 400 &&
-            failure.status < 500 && ![408, 409, 425, 429].includes(failure.status)
+        : isRequestFault(failure)
         ? refusedBy(failure)
         : new UpstreamError({ message: "The model's upstream failed; try again." })
     )

@@ -50,7 +50,10 @@ export interface DeploymentHealth {
   readonly failures: number
   /** Successful outcomes that were not the call's first attempt (the call fell back to this one). */
   readonly fallbacks: number
-  /** Undefined while nothing was measured. */
+  /**
+   * Undefined while nothing was measured. Over successful outcomes only: a refused connection
+   * answers fast and would flatter the latency.
+   */
   readonly p50LatencyMs: number | undefined
   readonly p95LatencyMs: number | undefined
   readonly p50TtftMs: number | undefined

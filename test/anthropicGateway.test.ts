@@ -16,6 +16,7 @@ import {
   startFakeAnthropic
 } from "./support/fakeAnthropicUpstream.ts"
 import { startGateway, type TestGateway } from "./support/gateway.ts"
+import { describeResponse, recordingFetch } from "./support/recordingFetch.ts"
 
 const UPSTREAM_KEY = "sk-ant-upstream-secret-0815"
 const PROVIDER_ID = "hidden-anthropic-provider"
@@ -29,9 +30,6 @@ let key: string
 /** Every status line, header and body a caller received in this file, for the leak scan. */
 const seen: Array<string> = []
 
-const record = (response: Response, body: string) => {
-  seen.push(`${response.status} ${JSON.stringify([...response.headers.entries()])} ${body}`)
-}
 
 beforeAll(async () => {
   upstream = await startFakeAnthropic()
@@ -56,13 +54,7 @@ beforeAll(async () => {
     env: { ANTHROPIC_UPSTREAM_KEY: UPSTREAM_KEY }
   })
   key = (await gateway.account()).key
-  const recordingFetch: typeof fetch = async (input, init) => {
-    const response = await fetch(input, init)
-    // Read the copy in the background: awaiting it would hold streams back until they end.
-    response.clone().text().then((body) => record(response, body), () => record(response, "(aborted)"))
-    return response
-  }
-  client = new OpenAI({ apiKey: key, baseURL: `${gateway.url}/v1`, maxRetries: 0, fetch: recordingFetch })
+  client = new OpenAI({ apiKey: key, baseURL: `${gateway.url}/v1`, maxRetries: 0, fetch: recordingFetch(seen) })
 })
 afterAll(async () => {
   await gateway?.close()
@@ -78,7 +70,7 @@ const post = async (body: unknown) => {
     body: JSON.stringify(body)
   })
   const text = await response.text()
-  record(response, text)
+  seen.push(describeResponse(response, text))
   return { response, text, body: text.startsWith("{") ? JSON.parse(text) : undefined }
 }
 

@@ -7,6 +7,7 @@ import OpenAI from "openai"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { FAKE_FINGERPRINT, FAKE_PROVIDER_NAME, type FakeOpenAi, startFakeOpenAi } from "./support/fakeOpenAiUpstream.ts"
 import { startGateway, type TestGateway } from "./support/gateway.ts"
+import { describeResponse, recordingFetch } from "./support/recordingFetch.ts"
 
 const UPSTREAM_KEY = "sk-upstream-secret-4711"
 const PROVIDER_ID = "acme-hidden-provider"
@@ -18,9 +19,6 @@ let key: string
 /** Every status line, header and body a caller received in this file, for the leak scan. */
 const seen: Array<string> = []
 
-const record = (response: Response, body: string) => {
-  seen.push(`${response.status} ${JSON.stringify([...response.headers.entries()])} ${body}`)
-}
 
 beforeAll(async () => {
   upstream = await startFakeOpenAi()
@@ -58,14 +56,7 @@ beforeAll(async () => {
     env: { ACME_KEY: UPSTREAM_KEY }
   })
   key = (await gateway.account()).key
-  // Every response the client sees is recorded for the leak scan.
-  const recordingFetch: typeof fetch = async (input, init) => {
-    const response = await fetch(input, init)
-    // Read the copy in the background: awaiting it would hold streams back until they end.
-    response.clone().text().then((body) => record(response, body), () => record(response, "(aborted)"))
-    return response
-  }
-  client = new OpenAI({ apiKey: key, baseURL: `${gateway.url}/v1`, maxRetries: 0, fetch: recordingFetch })
+  client = new OpenAI({ apiKey: key, baseURL: `${gateway.url}/v1`, maxRetries: 0, fetch: recordingFetch(seen) })
 })
 afterAll(async () => {
   await gateway?.close()
@@ -80,7 +71,7 @@ const post = async (body: unknown) => {
     body: JSON.stringify(body)
   })
   const text = await response.text()
-  record(response, text)
+  seen.push(describeResponse(response, text))
   return { response, text, body: text.startsWith("{") ? JSON.parse(text) : undefined }
 }
 

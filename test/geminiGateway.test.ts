@@ -7,6 +7,7 @@ import OpenAI from "openai"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { FAKE_MODEL_VERSION_SUFFIX, FAKE_RESPONSE_ID, type FakeGemini, startFakeGemini } from "./support/fakeGeminiUpstream.ts"
 import { startGateway, type TestGateway } from "./support/gateway.ts"
+import { recordingFetch } from "./support/recordingFetch.ts"
 
 const UPSTREAM_KEY = "AIza-upstream-secret-8812"
 const PROVIDER_ID = "hidden-gemini-provider"
@@ -19,9 +20,6 @@ let client: OpenAI
 /** Every status line, header and body a caller received in this file, for the leak scan. */
 const seen: Array<string> = []
 
-const record = (response: Response, body: string) => {
-  seen.push(`${response.status} ${JSON.stringify([...response.headers.entries()])} ${body}`)
-}
 
 beforeAll(async () => {
   upstream = await startFakeGemini()
@@ -46,13 +44,7 @@ beforeAll(async () => {
     env: { GEMINI_TEST_KEY: UPSTREAM_KEY }
   })
   const { key } = await gateway.account()
-  const recordingFetch: typeof fetch = async (input, init) => {
-    const response = await fetch(input, init)
-    // Read the copy in the background: awaiting it would hold streams back until they end.
-    response.clone().text().then((body) => record(response, body), () => record(response, "(aborted)"))
-    return response
-  }
-  client = new OpenAI({ apiKey: key, baseURL: `${gateway.url}/v1`, maxRetries: 0, fetch: recordingFetch })
+  client = new OpenAI({ apiKey: key, baseURL: `${gateway.url}/v1`, maxRetries: 0, fetch: recordingFetch(seen) })
 })
 afterAll(async () => {
   await gateway?.close()

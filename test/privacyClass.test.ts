@@ -22,7 +22,7 @@ describe("privacy class choice", () => {
   it("never promises less than asked unless allowed, and then the strongest the model earns", () => {
     fc.assert(
       fc.property(ask, fc.array(earnable, { minLength: 1, maxLength: 4 }), (envelope, models) => {
-        const choice = chooseClass(envelope, models)
+        const choice = chooseClass(envelope, models.map((classes) => [...classes]))
         const asked = envelope.requested === "best_available" ? strongest(models[0]!)! : envelope.requested
         expect(choice.requested).toBe(asked)
         const someoneEarns = models.some((classes) => classes.has(asked))
@@ -48,7 +48,7 @@ describe("privacy class choice", () => {
 
   it("bestAvailable promises the strongest class of the model asked for", () => {
     const models = [new Set<PrivacyClass>(["standard_route", "protected_provider_route"]), new Set<PrivacyClass>(CLASS_RANK)]
-    expect(chooseClass({ requested: "best_available", allowFallback: false }, models)).toEqual({
+    expect(chooseClass({ requested: "best_available", allowFallback: false }, models.map((classes) => [...classes]))).toEqual({
       _tag: "Serve",
       requested: "protected_provider_route",
       served: "protected_provider_route",

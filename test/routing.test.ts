@@ -12,6 +12,7 @@ import { type FakeAnthropic, startFakeAnthropic } from "./support/fakeAnthropicU
 import { type FakeGemini, startFakeGemini } from "./support/fakeGeminiUpstream.ts"
 import { type FakeOpenAi, startFakeOpenAi } from "./support/fakeOpenAiUpstream.ts"
 import { startGateway, type TestGateway } from "./support/gateway.ts"
+import { describeResponse } from "./support/recordingFetch.ts"
 import { moneyViolations } from "./support/invariants.ts"
 
 const PROVIDERS = ["route-primary", "route-backup", "route-other", "route-cooler", "route-messages", "route-generate"] as const
@@ -133,7 +134,7 @@ const chat = async (key: string, body: Record<string, unknown>) => {
     body: JSON.stringify(body)
   })
   const text = await response.text()
-  seen.push(`${response.status} ${JSON.stringify([...response.headers.entries()])} ${text}`)
+  seen.push(describeResponse(response, text))
   let json: any
   try {
     json = JSON.parse(text)

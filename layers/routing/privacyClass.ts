@@ -13,11 +13,14 @@ export type ClassChoice =
   | { readonly _tag: "Serve"; readonly requested: PrivacyClass; readonly served: PrivacyClass; readonly downgraded: boolean }
   | { readonly _tag: "Refuse"; readonly requested: PrivacyClass }
 
-/** `earnable[i]`: the classes the i-th planned model earns; the first is the one asked for (never empty: standard). */
-export const chooseClass = (ask: PrivacyAsk, earnable: ReadonlyArray<ReadonlySet<PrivacyClass>>): ClassChoice => {
+/**
+ * `earnable[i]`: the classes the i-th planned model earns (`Model.privacyClasses`); the first is
+ * the one asked for (never empty: standard).
+ */
+export const chooseClass = (ask: PrivacyAsk, earnable: ReadonlyArray<ReadonlyArray<PrivacyClass>>): ClassChoice => {
   const first = earnable[0]!
   const requested = ask.requested === "best_available" ? strongest(first)! : ask.requested
-  if (earnable.some((classes) => classes.has(requested))) return { _tag: "Serve", requested, served: requested, downgraded: false }
+  if (earnable.some((classes) => classes.includes(requested))) return { _tag: "Serve", requested, served: requested, downgraded: false }
   if (!ask.allowFallback) return { _tag: "Refuse", requested }
   return { _tag: "Serve", requested, served: strongest(first)!, downgraded: true }
 }

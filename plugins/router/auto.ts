@@ -11,8 +11,7 @@
  * unmeasured latency counts as the middle); the highest score wins, ties go
  * to the cheaper.
  */
-import type { Candidate, RequestShape } from "../../services/Router.ts"
-import { registerStrategy, type RouterStrategy } from "../../services/Router.ts"
+import { type Candidate, type RequestShape, registerStrategy, type RouterStrategy } from "../../services/Router.ts"
 import { byCostThenQuality, costScale, latencyScale, qualityScale } from "./scoring.ts"
 
 type RequestClass = "demanding" | "standard" | "simple"

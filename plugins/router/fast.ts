@@ -3,8 +3,7 @@
  * token plus the output at the measured throughput). Models never measured
  * come after measured ones, cheapest first (until traffic measures them).
  */
-import type { Candidate } from "../../services/Router.ts"
-import { registerStrategy, type RouterStrategy } from "../../services/Router.ts"
+import { type Candidate, registerStrategy, type RouterStrategy } from "../../services/Router.ts"
 import { byCostThenQuality } from "./scoring.ts"
 
 const byLatency = (a: Candidate, b: Candidate) => {

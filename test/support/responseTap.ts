@@ -5,6 +5,7 @@
  * file that starts one checks that no caller ever saw an upstream's name.
  */
 import { ServerResponse } from "node:http"
+import { houseModels } from "../../layers/houseModels.ts"
 
 interface Tap {
   readonly texts: Array<string>
@@ -79,8 +80,6 @@ export const secretsOf = (config: any, env: Record<string, string | undefined>):
   }
   // A name too short to be told apart from ordinary text, or one a model id contains (a provider
   // called "metered" serving svc/metered), cannot be scanned for; tests pick distinctive names.
-  const modelIds = [...(config?.models ?? []).map((model: any) => String(model.id)), ...HOUSE_MODELS]
+  const modelIds = [...(config?.models ?? []).map((model: any) => String(model.id)), ...houseModels.map((model) => model.id)]
   return [...secrets].filter((secret) => secret.length >= 4 && !modelIds.some((id) => id.includes(secret)))
 }
-
-const HOUSE_MODELS = ["svc/swift", "svc/balanced", "svc/pro", "svc/premier", "svc/embed"]
