@@ -108,7 +108,13 @@ describe("starting with a bad config", () => {
     [
       JSON.stringify({ providers: [{ ...provider, apiKeyEnv: "SVC_TEST_MISSING_KEY" }] }),
       /^svc: invalid configuration: providers\[0\]\.apiKeyEnv: /
-    ]
+    ],
+    [
+      JSON.stringify({ providers: [{ ...provider, deployments: [{ model: "svc/pro", weight: -1 }] }] }),
+      /^svc: invalid configuration: providers\[0\]\.deployments\[0\]\.weight: /
+    ],
+    [JSON.stringify({ routing: { retry: { maxAttempts: 0 } } }), /^svc: invalid configuration: routing\.retry\.maxAttempts: /],
+    [JSON.stringify({ routing: { health: { failureThreshold: "3" } } }), /^svc: invalid configuration: routing\.health\.failureThreshold: /]
   ])("%s → exit 1 and one line", async (config, line) => {
     const { code, stderr } = await start(config)
     expect(code).toBe(1)
