@@ -32,16 +32,19 @@ import { AppConfig, type PrivacyClass } from "../services/Config.ts"
 import { EventLog } from "../services/EventLog.ts"
 import { Health } from "../services/Health.ts"
 import { Ids } from "../services/Ids.ts"
-import { type Attempt, type CallEvent, Ledger, type Reservation } from "../services/Ledger.ts"
+import { type Attempt, type CallEvent, Ledger, type Receipt, type Reservation } from "../services/Ledger.ts"
 import type { Nanos } from "../services/Money.ts"
 import { Pricing, type TokenUsage } from "../services/Pricing.ts"
 import { type PrivacyBlock, privacyBlock } from "../services/Privacy.ts"
 import type { UpstreamCompletion, UpstreamFailure } from "../services/Providers.ts"
 import { RouterStrategies } from "../services/Router.ts"
+import { SealedPrompts } from "../services/SealedPrompts.ts"
+import { type TranscriptCompletion, Transcripts } from "../services/Transcripts.ts"
 import { billOf, scopedReservation, withReservation } from "./billedCall.ts"
 import { orderDeployments } from "./routing/deploymentOrder.ts"
 import { type Answered, type AttemptLog, firstThatAnswers, type RoutesFailed, type Target } from "./routing/failover.ts"
 import { marginFloors, meetsFloor } from "./routing/marginFloor.ts"
+import { withOpenMessages } from "./requestMessages.ts"
 import { privacyAskOf } from "./routing/privacyAsk.ts"
 import { chooseClass } from "./routing/privacyClass.ts"
 import { routeEvents } from "./routing/routeEvents.ts"
@@ -67,6 +70,15 @@ const generatedText = (chunk: ChatChunk) => {
     for (const call of choice.delta.tool_calls ?? []) text += (call.function?.name ?? "") + (call.function?.arguments ?? "")
   }
   return text
+}
+
+/** What a kept transcript holds of a completion: its first choice's answer. */
+const completionText = (completion: UpstreamCompletion): TranscriptCompletion => {
+  const message = completion.choices[0]?.message
+  return {
+    content: message?.content ?? null,
+    ...(message?.tool_calls !== undefined && message.tool_calls.length > 0 ? { tool_calls: message.tool_calls } : {})
+  }
 }
 
 /** The receipt's view of an attempt. */
@@ -97,6 +109,8 @@ export const ChatGatewayLive = Layer.effect(
     const catalogue = yield* Catalogue
     const ids = yield* Ids
     const ledger = yield* Ledger
+    const sealedPrompts = yield* SealedPrompts
+    const transcripts = yield* Transcripts
     const pricing = yield* Pricing
     const health = yield* Health
     const strategies = yield* RouterStrategies
@@ -272,14 +286,18 @@ export const ChatGatewayLive = Layer.effect(
         ...(ttftMs !== undefined ? { ttftMs } : {})
       })
 
+    /** Bills the call; then keeps its text when its class and the operator's setting say so. */
     const settle = (
       reservation: Reservation,
       answered: Answered<unknown>,
       route: Route,
       usage: TokenUsage,
-      attempts: ReadonlyArray<AttemptLog>
+      attempts: ReadonlyArray<AttemptLog>,
+      text: { readonly messages: ChatRequest["messages"]; readonly completion: TranscriptCompletion }
     ) => {
       const verdict = route.attested.get(answered.target.deployment.id)
+      const kept = (receipt: Receipt) =>
+        transcripts.keep({ receiptId: receipt.id, accountId: receipt.accountId, servedClass: route.served, ...text })
       return ledger.settle(reservation, {
         ...billOf(
           pricing,
@@ -292,11 +310,15 @@ export const ChatGatewayLive = Layer.effect(
           route.served
         ),
         ...(verdict !== undefined ? { attestationVerdicts: [verdict] } : {})
-      })
+      }).pipe(Effect.tap(kept))
     }
 
     const blockFor = (route: Route, answered: Answered<unknown>): PrivacyBlock =>
-      privacyBlock(route.served, answered.target.deployment.policy.trains)
+      privacyBlock(
+        route.served,
+        answered.target.deployment.policy.trains,
+        transcripts.keeps(route.served) ? transcripts.retentionDays : undefined
+      )
 
     /** Usage by our own count, for an upstream that reported none. */
     const countedUsage = (request: ChatRequest, completion: UpstreamCompletion): Usage => {
@@ -332,8 +354,9 @@ export const ChatGatewayLive = Layer.effect(
         ))
 
     return {
-      complete: (request, principal) =>
+      complete: (sent, principal) =>
         Effect.gen(function*() {
+          const request = yield* withOpenMessages(sealedPrompts, sent)
           const routed = yield* route(request, principal)
           const { amount, plan, targets } = routed
           // A failed or abandoned call is not billed.
@@ -346,7 +369,10 @@ export const ChatGatewayLive = Layer.effect(
                   const usage = completion.usage ?? countedUsage(request, completion)
                   const model = answered.target.model.id
                   return recordSuccess(answered, answered.attempts.at(-1)!.latencyMs, usage.completion_tokens).pipe(
-                    Effect.zipRight(settle(reservation, answered, routed, fromUsage(usage), answered.attempts)),
+                    Effect.zipRight(settle(reservation, answered, routed, fromUsage(usage), answered.attempts, {
+                      messages: request.messages,
+                      completion: completionText(completion)
+                    })),
                     Effect.map((receipt) => ({
                       completion: { ...completion, id: ids.completion(), model, usage, privacy: blockFor(routed, answered) },
                       receipt
@@ -357,8 +383,9 @@ export const ChatGatewayLive = Layer.effect(
               ))
         }),
 
-      stream: (request, principal) =>
+      stream: (sent, principal) =>
         Effect.gen(function*() {
+          const request = yield* withOpenMessages(sealedPrompts, sent)
           const routed = yield* route(request, principal)
           const { amount, plan, targets } = routed
           let closed = false
@@ -376,6 +403,8 @@ export const ChatGatewayLive = Layer.effect(
           let privacySent = false
           let reported: Usage | undefined
           let generated = ""
+          /** The answer's text, for a kept transcript. */
+          let content = ""
           let failure: UpstreamFailure | undefined
 
           // However the stream ends, bill what was generated: the upstream's usage when it
@@ -408,7 +437,10 @@ export const ChatGatewayLive = Layer.effect(
             if (reported === undefined && generated === "" && failure !== undefined) {
               return Effect.zipRight(recorded, ledger.release(reservation))
             }
-            return Effect.zipRight(recorded, settle(reservation, answered, routed, usage, attempts))
+            return Effect.zipRight(
+              recorded,
+              settle(reservation, answered, routed, usage, attempts, { messages: request.messages, completion: { content } })
+            )
           })
 
           return {
@@ -418,6 +450,7 @@ export const ChatGatewayLive = Layer.effect(
                 Effect.sync(() => {
                   if (chunk.usage) reported = chunk.usage
                   generated += generatedText(chunk)
+                  content += chunk.choices[0]?.delta.content ?? ""
                 })
               ),
               // Adapters always report usage (billing needs it); the caller sees it only if asked.

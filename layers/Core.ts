@@ -26,6 +26,8 @@ import { PricingLive } from "./PricingLive.ts"
 import { ProviderRegistryLive } from "./ProviderRegistryLive.ts"
 import { ReservationSweeper } from "./ReservationSweeper.ts"
 import { RouterStrategiesLive } from "./RouterStrategiesLive.ts"
+import { SealedPromptsPg } from "./SealedPromptsPg.ts"
+import { TranscriptsPg } from "./TranscriptsPg.ts"
 
 const Storage = MigrationsLive.pipe(Layer.provideMerge(DatabaseLive))
 
@@ -40,7 +42,7 @@ const Catalogue = CatalogueLive.pipe(
 /** The services with a given ledger: the real one in `Core`, a no-op one in the billing benchmark. */
 export const coreWith = <E, R>(ledger: Layer.Layer<Ledger, E, R>) => {
   const Money = ReservationSweeper.pipe(
-    Layer.provideMerge(Layer.mergeAll(AccountsPg, ApiKeysPg, ledger, IdempotencyPg)),
+    Layer.provideMerge(Layer.mergeAll(AccountsPg, ApiKeysPg, ledger, IdempotencyPg, SealedPromptsPg, TranscriptsPg)),
     Layer.provideMerge(EventLogPg),
     Layer.provideMerge(Storage)
   )

@@ -7,6 +7,8 @@ import reservationsReceipts from "./migrations/0002_reservations_receipts.ts"
 import idempotencyKeys from "./migrations/0003_idempotency_keys.ts"
 import deploymentHealth from "./migrations/0004_deployment_health.ts"
 import receiptAttestation from "./migrations/0005_receipt_attestation.ts"
+import promptKeys from "./migrations/0006_prompt_keys.ts"
+import transcripts from "./migrations/0007_transcripts.ts"
 
 const migrate = Migrator.make({})({
   loader: Migrator.fromRecord({
@@ -14,7 +16,9 @@ const migrate = Migrator.make({})({
     "0002_reservations_receipts": reservationsReceipts,
     "0003_idempotency_keys": idempotencyKeys,
     "0004_deployment_health": deploymentHealth,
-    "0005_receipt_attestation": receiptAttestation
+    "0005_receipt_attestation": receiptAttestation,
+    "0006_prompt_keys": promptKeys,
+    "0007_transcripts": transcripts
   }),
   table: "svc_migrations"
 })

@@ -100,7 +100,8 @@ const TokenCount = Schema.Int.pipe(Schema.positive())
 export const ChatRequest = Schema.Struct(
   {
     model: Schema.String.pipe(Schema.minLength(1)),
-    messages: Schema.Array(Message).pipe(Schema.minItems(1)),
+    /** Required unless they come sealed in `privacy.encryptedPrompt` (checked by the gateway). */
+    messages: Schema.optionalWith(Schema.Array(Message), { default: () => [] }),
     stream: Schema.optional(Schema.Boolean),
     stream_options: Schema.optional(Schema.NullOr(Schema.Struct({ include_usage: Schema.optional(Schema.Boolean) }))),
     tools: Schema.optional(Schema.Array(FunctionTool)),

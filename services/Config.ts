@@ -156,6 +156,18 @@ export const ConfigFile = Schema.Struct({
     }),
     { default: () => ({ health: healthDefaults, retry: retryDefaults }) }
   ),
+  promptStorage: Schema.optionalWith(
+    Schema.Struct({
+      /**
+       * Keep the prompt and completion text of chat calls served at `standard_route`, for the
+       * account to read back. Off by default; never done for any stronger class.
+       */
+      standardRoute: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+      /** How long kept text stays before it is deleted. */
+      retentionDays: Schema.optionalWith(PositiveInt, { default: () => 30 })
+    }),
+    { default: () => ({ standardRoute: false, retentionDays: 30 }) }
+  ),
   limits: Schema.optionalWith(
     Schema.Struct({
       /** Largest accepted request body. */

@@ -49,17 +49,27 @@ export interface PrivacyBlock {
   readonly guarantee: string
 }
 
+/** The standard class's guarantee when the operator keeps its text (services/Transcripts.ts). */
+const keptGuarantee = (days: number) =>
+  `Served by a provider under its own data policy; the gateway stores prompt and completion text for ${days} ` +
+  "days, readable by your account at GET /v1/receipts/{id}/transcript, and does not log it."
+
 /**
  * The block for a call served at `privacyClass` by a deployment whose provider does (or may)
- * train on prompts. The gateway itself never stores or logs prompt text, in any class.
+ * train on prompts. The gateway never logs prompt text; it stores it only for a standard call
+ * when the operator turned prompt storage on (`keptForDays`).
  */
-export const privacyBlock = (privacyClass: PrivacyClass, providerTrains: boolean): PrivacyBlock => ({
+export const privacyBlock = (
+  privacyClass: PrivacyClass,
+  providerTrains: boolean,
+  keptForDays?: number
+): PrivacyBlock => ({
   class: privacyClass,
   label: LABELS[privacyClass],
-  svc_stores_prompts: false,
+  svc_stores_prompts: keptForDays !== undefined,
   svc_logs_prompts: false,
   // Above standard a deployment earns its class only when it does not train.
   training_on_prompts: privacyClass === "standard_route" ? providerTrains : false,
   upstream_disclosed: false,
-  guarantee: GUARANTEES[privacyClass]
+  guarantee: keptForDays !== undefined ? keptGuarantee(keptForDays) : GUARANTEES[privacyClass]
 })

@@ -12,6 +12,7 @@ import { AdminHandlers } from "./handlers/Admin.ts"
 import { ChatHandlers } from "./handlers/Chat.ts"
 import { EmbeddingsHandlers } from "./handlers/Embeddings.ts"
 import { ModelsHandlers } from "./handlers/Models.ts"
+import { PrivacyHandlers } from "./handlers/Privacy.ts"
 import { ProvidersHandlers } from "./handlers/Providers.ts"
 import { ReceiptsHandlers } from "./handlers/Receipts.ts"
 import { edgeMiddleware } from "./http/Edge.ts"
@@ -24,6 +25,7 @@ const ApiLive = HttpApiBuilder.api(Api).pipe(
     ModelsHandlers,
     ReceiptsHandlers,
     ProvidersHandlers,
+    PrivacyHandlers,
     AdminHandlers
   ]),
   Layer.provide(SecurityLive)

@@ -13,6 +13,7 @@ import { Accounts } from "../services/Accounts.ts"
 import { ApiKeys } from "../services/ApiKeys.ts"
 import { InvalidRequest, isApiError } from "../services/ApiError.ts"
 import { ConfigInvalid } from "../services/Config.ts"
+import { SealedPrompts } from "../services/SealedPrompts.ts"
 import { AddCredits, CreateAccount, CreateKey } from "./api/Records.ts"
 import { toAccountRecord, toKeyRecord, toLedgerRecord } from "./handlers/Admin.ts"
 
@@ -41,7 +42,7 @@ const decode = <A, I>(schema: Schema.Schema<A, I>, input: { readonly [K in keyof
   })
 
 /** Runs against the services (the database opens only once the input is valid) and prints the record. */
-const output = <A, E>(effect: Effect.Effect<A, E, Accounts | ApiKeys>) =>
+const output = <A, E>(effect: Effect.Effect<A, E, Accounts | ApiKeys | SealedPrompts>) =>
   effect.pipe(
     Effect.provide(Services),
     Effect.flatMap((record) => Console.log(JSON.stringify(record, null, 2)))
@@ -109,10 +110,14 @@ const creditsAdd = Command.make(
         ))))
 )
 
+/** Prints the new public key; prompts sealed to the old one keep opening for the grace period. */
+const promptKeysRotate = Command.make("rotate", {}, () => output(Effect.flatMap(SealedPrompts, (sealed) => sealed.rotate)))
+
 const svc = Command.make("svc").pipe(Command.withSubcommands([
   Command.make("accounts").pipe(Command.withSubcommands([accountsCreate, accountsShow])),
   Command.make("keys").pipe(Command.withSubcommands([keysCreate, keysRevoke])),
-  Command.make("credits").pipe(Command.withSubcommands([creditsAdd]))
+  Command.make("credits").pipe(Command.withSubcommands([creditsAdd])),
+  Command.make("prompt-keys").pipe(Command.withSubcommands([promptKeysRotate]))
 ]))
 
 const lineOf = (error: unknown) =>

@@ -104,6 +104,14 @@ describe("svc CLI", () => {
     )
   }, slow)
 
+  it("rotates the prompt-sealing key, printing the new public key", async () => {
+    const first = await ok("prompt-keys", "rotate")
+    const second = await ok("prompt-keys", "rotate")
+    expect(first).toMatchObject({ kty: "EC", crv: "P-256", alg: "ECDH-ES", use: "enc" })
+    expect(first).not.toHaveProperty("d")
+    expect(second.kid).not.toBe(first.kid)
+  }, slow)
+
   it("reports an unknown id in one line", async () => {
     expect(await fails(["accounts", "show", "acct_x"])).toBe("svc: not_found: No account acct_x.")
   }, slow)

@@ -114,7 +114,9 @@ describe("starting with a bad config", () => {
       /^svc: invalid configuration: providers\[0\]\.deployments\[0\]\.weight: /
     ],
     [JSON.stringify({ routing: { retry: { maxAttempts: 0 } } }), /^svc: invalid configuration: routing\.retry\.maxAttempts: /],
-    [JSON.stringify({ routing: { health: { failureThreshold: "3" } } }), /^svc: invalid configuration: routing\.health\.failureThreshold: /]
+    [JSON.stringify({ routing: { health: { failureThreshold: "3" } } }), /^svc: invalid configuration: routing\.health\.failureThreshold: /],
+    [JSON.stringify({ promptStorage: { standardRoute: "yes" } }), /^svc: invalid configuration: promptStorage\.standardRoute: /],
+    [JSON.stringify({ promptStorage: { retentionDays: 0 } }), /^svc: invalid configuration: promptStorage\.retentionDays: /]
   ])("%s → exit 1 and one line", async (config, line) => {
     const { code, stderr } = await start(config)
     expect(code).toBe(1)

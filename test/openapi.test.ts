@@ -29,8 +29,10 @@ describe("openapi.json", () => {
       "/v1/embeddings",
       "/v1/models",
       "/v1/models/{id}",
+      "/v1/privacy/keys",
       "/v1/providers/health",
-      "/v1/receipts/{id}"
+      "/v1/receipts/{id}",
+      "/v1/receipts/{id}/transcript"
     ])
     const chat = spec.paths["/v1/chat/completions"].post
     expect(chat.requestBody.content["application/json"].schema.$ref).toBe("#/components/schemas/ChatCompletionRequest")
@@ -40,6 +42,8 @@ describe("openapi.json", () => {
       )
     }
     expect(JSON.stringify(spec)).not.toContain("HttpApiDecodeError")
+    // Public keys are public: the JWKS needs no API key.
+    expect(spec.paths["/v1/privacy/keys"].get.security ?? []).toEqual([])
     const envelope = spec.components.schemas.ErrorEnvelope
     expect(envelope.properties.error.required.sort()).toEqual(["code", "message", "param", "request_id"])
   })

@@ -175,7 +175,7 @@ describe("privacy classes", () => {
     expect(lastUpstreamModel()).toBe("guarded-on-own-racks")
   })
 
-  it("maps the legacy modes, and refuses unknown classes, modes and sealed prompts with 400", async () => {
+  it("maps the legacy modes, and refuses unknown classes and modes and a malformed sealed prompt with 400", async () => {
     const { key } = await account()
     expect((await chat(key, ask("svc/guarded", { mode: "mesh" }))).body.privacy.class).toBe("private_gateway_route")
     expect((await chat(key, ask("svc/guarded", { mode: "standard" }))).body.privacy.class).toBe("standard_route")

@@ -27,14 +27,6 @@ export const privacyAskOf = (request: ChatRequest): Effect.Effect<PrivacyAsk, In
   const envelope = request.privacy
   if (envelope === undefined) return Effect.succeed({ requested: "standard_route", allowFallback: false })
   const allowFallback = envelope.allowFallbackToLowerClass === true
-  if (envelope.encryptedPrompt !== undefined) {
-    return Effect.fail(
-      new InvalidRequest({
-        message: "privacy.encryptedPrompt is not accepted by this gateway yet; send messages in the clear over TLS.",
-        param: "privacy.encryptedPrompt"
-      })
-    )
-  }
   if (envelope.class !== undefined && !isClass(envelope.class)) {
     return Effect.fail(
       new InvalidRequest({

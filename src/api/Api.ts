@@ -9,6 +9,7 @@ import { AdminGroup } from "./AdminGroup.ts"
 import { ChatGroup } from "./ChatGroup.ts"
 import { EmbeddingsGroup } from "./EmbeddingsGroup.ts"
 import { ModelsGroup } from "./ModelsGroup.ts"
+import { PrivacyGroup } from "./PrivacyGroup.ts"
 import { ProvidersGroup } from "./ProvidersGroup.ts"
 import { ReceiptsGroup } from "./ReceiptsGroup.ts"
 import { documentAsServed } from "./openApiEnvelope.ts"
@@ -19,6 +20,7 @@ export class Api extends HttpApi.make("svc")
   .add(ModelsGroup)
   .add(ReceiptsGroup)
   .add(ProvidersGroup)
+  .add(PrivacyGroup)
   .add(AdminGroup)
   .addError(Wire.InvalidRequest)
   .addError(Wire.Unauthorized)

@@ -2,6 +2,7 @@
 import { Schema } from "effect"
 import { AccountName, CreditReference } from "../../services/Accounts.ts"
 import { Scope } from "../../services/ApiKeys.ts"
+import { Message, ToolCall } from "../../services/Chat.ts"
 import { Capability, Modality, PrivacyClass } from "../../services/Config.ts"
 import { NonNegativeUsd, PositiveUsd } from "../../services/Money.ts"
 
@@ -153,3 +154,17 @@ export const ProvidersHealth = Schema.Struct({
   identifier: "ProvidersHealth",
   description: "The last five minutes of every gateway process, merged; breaker state as of now"
 })
+
+/** `GET /v1/receipts/{id}/transcript`: kept text of a standard-class call (only when prompt storage is on). */
+export const TranscriptRecord = Schema.Struct({
+  object: Schema.Literal("transcript"),
+  receipt_id: Schema.String,
+  privacy_class: Schema.Literal("standard_route"),
+  created_at: Timestamp,
+  expires_at: Timestamp,
+  messages: Schema.Array(Message),
+  completion: Schema.Struct({
+    content: Schema.NullOr(Schema.String),
+    tool_calls: Schema.optional(Schema.Array(ToolCall))
+  })
+}).annotations({ identifier: "Transcript" })

@@ -4,6 +4,7 @@ import { Effect } from "effect"
 import { NotFound } from "../../services/ApiError.ts"
 import { Ledger, type Receipt } from "../../services/Ledger.ts"
 import { formatUsd } from "../../services/Money.ts"
+import { Transcripts } from "../../services/Transcripts.ts"
 import { Api } from "../api/Api.ts"
 import type { ReceiptRecord } from "../api/Records.ts"
 import { CurrentPrincipal } from "../api/Security.ts"
@@ -45,10 +46,27 @@ export const toReceiptRecord = (receipt: Receipt): typeof ReceiptRecord.Type => 
 export const ReceiptsHandlers = HttpApiBuilder.group(Api, "receipts", (handlers) =>
   Effect.gen(function*() {
     const ledger = yield* Ledger
-    return handlers.handle("getReceipt", ({ path }) =>
-      Effect.gen(function*() {
-        const { accountId } = yield* CurrentPrincipal
-        if (accountId === null) return yield* new NotFound({ message: `No receipt ${path.id}.`, param: "id" })
-        return toReceiptRecord(yield* ledger.receipt(accountId, path.id))
-      }))
+    const transcripts = yield* Transcripts
+    return handlers
+      .handle("getReceipt", ({ path }) =>
+        Effect.gen(function*() {
+          const { accountId } = yield* CurrentPrincipal
+          if (accountId === null) return yield* new NotFound({ message: `No receipt ${path.id}.`, param: "id" })
+          return toReceiptRecord(yield* ledger.receipt(accountId, path.id))
+        }))
+      .handle("getTranscript", ({ path }) =>
+        Effect.gen(function*() {
+          const { accountId } = yield* CurrentPrincipal
+          if (accountId === null) return yield* new NotFound({ message: `No transcript for receipt ${path.id}.`, param: "id" })
+          const transcript = yield* transcripts.get(accountId, path.id)
+          return {
+            object: "transcript" as const,
+            receipt_id: transcript.receiptId,
+            privacy_class: "standard_route" as const,
+            created_at: transcript.createdAt.toISOString(),
+            expires_at: transcript.expiresAt.toISOString(),
+            messages: transcript.messages,
+            completion: transcript.completion
+          }
+        }))
   }))
