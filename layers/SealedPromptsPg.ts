@@ -32,13 +32,10 @@ const refuse = (message: string) => new InvalidRequest({ message, param: PARAM }
 
 interface KeyRow {
   readonly kid: string
-  readonly public_jwk: PublicPromptKey | string
-  readonly private_jwk: JWK | string
+  readonly public_jwk: PublicPromptKey
+  readonly private_jwk: JWK
   readonly current: boolean
 }
-
-/** PGlite and node-postgres may hand jsonb back as text. */
-const json = <A>(value: A | string): A => typeof value === "string" ? JSON.parse(value) as A : value
 
 interface HeldKey {
   readonly publicKey: PublicPromptKey
@@ -89,8 +86,8 @@ export const SealedPromptsPg = Layer.effect(
       const next = new Map<string, HeldKey>()
       for (const row of rows) {
         const known = held.get(row.kid)
-        const privateKey = known?.privateKey ?? (yield* Effect.promise(() => importJWK(json(row.private_jwk), "ECDH-ES")))
-        next.set(row.kid, { publicKey: json(row.public_jwk), privateKey, current: row.current })
+        const privateKey = known?.privateKey ?? (yield* Effect.promise(() => importJWK(row.private_jwk, "ECDH-ES")))
+        next.set(row.kid, { publicKey: row.public_jwk, privateKey, current: row.current })
       }
       held = next
       loadedAt = Date.now()

@@ -13,14 +13,11 @@ import { type TranscriptCompletion, Transcripts } from "../services/Transcripts.
 interface TranscriptRow {
   readonly receipt_id: string
   readonly account_id: string
-  readonly messages: ReadonlyArray<Message> | string
-  readonly completion: TranscriptCompletion | string
+  readonly messages: ReadonlyArray<Message>
+  readonly completion: TranscriptCompletion
   readonly created_at: Date | string
   readonly expires_at: Date | string
 }
-
-/** PGlite and node-postgres may hand jsonb back as text. */
-const json = <A>(value: A | string): A => typeof value === "string" ? JSON.parse(value) as A : value
 
 export const TranscriptsPg = Layer.scoped(
   Transcripts,
@@ -68,8 +65,8 @@ export const TranscriptsPg = Layer.scoped(
               : Effect.succeed({
                 receiptId: row.receipt_id,
                 accountId: row.account_id,
-                messages: json(row.messages),
-                completion: json(row.completion),
+                messages: row.messages,
+                completion: row.completion,
                 createdAt: new Date(row.created_at),
                 expiresAt: new Date(row.expires_at)
               })
