@@ -9,7 +9,11 @@ import { randomBytes } from "node:crypto"
 import OpenAI from "openai"
 import { Effect, Exit, Scope } from "effect"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
-import { acquireFakeAttestationRuntime, type FakeAttestationRuntime } from "./support/fakeAttestationRuntime.ts"
+import {
+  acquireFakeAttestationRuntime,
+  type FakeAttestationRuntime,
+  type RuntimeMode
+} from "./support/fakeAttestationRuntime.ts"
 import { type FakeOpenAi, startFakeOpenAi } from "./support/fakeOpenAiUpstream.ts"
 import { startGateway, type TestGateway } from "./support/gateway.ts"
 import { moneyViolations } from "./support/invariants.ts"
@@ -21,6 +25,15 @@ const runtimesScope = Effect.runSync(Scope.make())
 let attesting: FakeAttestationRuntime
 let unknownCode: FakeAttestationRuntime
 let down: FakeAttestationRuntime
+/** One more runtime per way an attestation can be wrong, each behind a model of its own, with the reason it must give. */
+const brokenRuntimes: ReadonlyArray<readonly [RuntimeMode, string]> = [
+  ["expired", "attestation_expired"],
+  ["too_old", "attestation_expired"],
+  ["wrong_nonce", "nonce_mismatch"],
+  ["bad_signature", "signature_invalid"],
+  ["hangup", "verifier_unreachable"]
+]
+let broken: Array<FakeAttestationRuntime>
 
 const model = (id: string) => ({
   id,
@@ -32,12 +45,10 @@ const model = (id: string) => ({
 
 beforeAll(async () => {
   upstream = await startFakeOpenAi()
-  ;[attesting, unknownCode, down] = await Effect.runPromise(
-    Scope.extend(
-      Effect.all([acquireFakeAttestationRuntime, acquireFakeAttestationRuntime, acquireFakeAttestationRuntime]),
-      runtimesScope
-    )
+  ;[attesting, unknownCode, down, ...broken] = await Effect.runPromise(
+    Scope.extend(Effect.all(Array.from({ length: 3 + brokenRuntimes.length }, () => acquireFakeAttestationRuntime)), runtimesScope)
   )
+  broken.forEach((runtime, i) => (runtime.mode = brokenRuntimes[i]![0]))
   unknownCode.mode = "wrong_measurement"
   down.mode = "down"
   down.retryAfter = "7"
@@ -53,7 +64,14 @@ beforeAll(async () => {
   gateway = await startGateway({
     config: {
       routing: { health: { failureThreshold: 1000 } },
-      models: ["svc/open", "svc/guarded", "svc/vault", "svc/vault-unknown", "svc/vault-down"].map(model),
+      models: [
+        "svc/open",
+        "svc/guarded",
+        "svc/vault",
+        "svc/vault-unknown",
+        "svc/vault-down",
+        ...brokenRuntimes.map(([mode]) => `svc/vault-${mode}`)
+      ].map(model),
       providers: [
         // No stated policy: it counts as storing, logging and training — standard only. The cheapest.
         provider("privacy-anyone", undefined, [{ model: "svc/open", upstreamModel: "open-on-anyone", cost: { input: "0.10", output: "0.20" } }]),
@@ -72,7 +90,11 @@ beforeAll(async () => {
         ]),
         provider("privacy-enclave-down", { ...noRetention, attestation: down.config() }, [
           { model: "svc/vault-down", upstreamModel: "vault-runtime-down" }
-        ])
+        ]),
+        ...brokenRuntimes.map(([mode], i) =>
+          provider(`privacy-enclave-${mode}`, { ...noRetention, attestation: broken[i]!.config() }, [
+            { model: `svc/vault-${mode}`, upstreamModel: `vault-${mode}` }
+          ]))
       ]
     }
   })
@@ -222,6 +244,20 @@ describe("privacy classes", () => {
     expect(upstream.requests.length).toBe(before)
     const rejected = (await privacyEvents(id)).filter((event) => event.type === "privacy.rejected")
     expect(rejected.map((event) => event.data.reason).sort()).toEqual(["measurement_not_allowed", "verifier_unreachable"])
+  })
+
+  it.each(brokenRuntimes)("a runtime whose attestation is %s gets 503 with the reason %s, asking nothing upstream", async (mode, reason) => {
+    const { id, key } = await account()
+    const before = upstream.requests.length
+    const marker = `never-sent-${randomBytes(6).toString("hex")}`
+    const response = await chat(key, ask(`svc/vault-${mode}`, { class: "confidential_runtime_route" }, marker))
+    expect(response.status).toBe(503)
+    expect(response.body.error).toMatchObject({ code: "privacy_class_runtime_unavailable", param: "privacy.class" })
+    expect(response.body.error.message).toContain(`reason: ${reason}`)
+    expect(Number(response.headers.get("retry-after"))).toBeGreaterThan(0)
+    expect(upstream.requests.length).toBe(before)
+    expect(JSON.stringify(upstream.requests)).not.toContain(marker)
+    expect((await privacyEvents(id)).map((event) => [event.type, event.data.reason])).toEqual([["privacy.rejected", reason]])
   })
 
   it("never fails over to a weaker class: the protected route failing is a 502, not a standard answer", async () => {
