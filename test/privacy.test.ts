@@ -290,8 +290,16 @@ describe("privacy classes", () => {
   it("keeps no prompt or completion text in any table (canary)", async () => {
     const { key } = await account()
     const marker = `canary-${randomBytes(8).toString("hex")}`
-    for (const privacy of [undefined, { class: "protected_provider_route" }, { class: "private_gateway_route" }]) {
-      const target = privacy?.class === "private_gateway_route" ? "svc/guarded" : "svc/open"
+    const targets: Record<string, string> = { private_gateway_route: "svc/guarded", confidential_runtime_route: "svc/vault" }
+    for (
+      const privacy of [
+        undefined,
+        { class: "protected_provider_route" },
+        { class: "private_gateway_route" },
+        { class: "confidential_runtime_route" }
+      ]
+    ) {
+      const target = targets[privacy?.class ?? ""] ?? "svc/open"
       const response = await chat(key, ask(target, privacy, `please repeat ${marker}`))
       expect(response.status).toBe(200)
       // The sandbox-like fake echoes the prompt: the marker is in the completion text too.
