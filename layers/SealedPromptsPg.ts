@@ -87,7 +87,9 @@ export const SealedPromptsPg = Layer.effect(
       for (const row of rows) {
         const known = held.get(row.kid)
         const privateKey = known?.privateKey ?? (yield* Effect.promise(() => importJWK(row.private_jwk, "ECDH-ES")))
-        next.set(row.kid, { publicKey: row.public_jwk, privateKey, current: row.current })
+        // Rebuilt in JWK order: jsonb hands keys back in its own order.
+        const { alg, crv, kid, kty, use, x, y } = row.public_jwk
+        next.set(row.kid, { publicKey: { kty, crv, x, y, kid, use, alg }, privateKey, current: row.current })
       }
       held = next
       loadedAt = Date.now()

@@ -1,5 +1,5 @@
 /**
- * Billing across real gateway processes (`tsx src/main.ts`), not one
+ * Billing across real gateway processes (`node --import tsx src/main.ts`), not one
  * in-process server: several processes racing for one account's credit on
  * one PostgreSQL database, and a process SIGKILLed with calls in flight whose
  * reservations the next process's sweeper must free. The money invariants are

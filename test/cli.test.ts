@@ -37,7 +37,7 @@ interface Run {
 
 const svc = (args: ReadonlyArray<string>, extraEnv: NodeJS.ProcessEnv = {}) =>
   new Promise<Run>((resolve, reject) => {
-    const child = spawn("node_modules/.bin/tsx", ["src/cli.ts", ...args], { cwd, env: { ...env, ...extraEnv } })
+    const child = spawn(process.execPath, ["--import", "tsx", "src/cli.ts", ...args], { cwd, env: { ...env, ...extraEnv } })
     let stdout = ""
     let stderr = ""
     child.stdout.on("data", (chunk) => (stdout += chunk))

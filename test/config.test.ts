@@ -87,7 +87,7 @@ describe("starting with a bad config", () => {
     const dir = mkdtempSync(join(tmpdir(), "svc-badconfig-"))
     writeFileSync(join(dir, "svc.config.json"), config)
     try {
-      await run("node_modules/.bin/tsx", ["src/main.ts"], {
+      await run(process.execPath, ["--import", "tsx", "src/main.ts"], {
         env: { ...process.env, SVC_CONFIG: join(dir, "svc.config.json"), SVC_DATA_DIR: join(dir, "data"), PORT: "0", DATABASE_URL: "", ...env },
         timeout: 60_000
       })

@@ -30,12 +30,18 @@ export const protocolFailure = (detail: string) => new UpstreamFailure({ kind: "
 export const protocolFailureOf = (error: unknown) =>
   protocolFailure(error instanceof Malformed ? error.message : "invalid JSON from upstream")
 
+/** An identifier such as `invalid_request_error` or `429`; free text in these fields could be an echoed prompt. */
+const MACHINE_TOKEN = /^[A-Za-z0-9_.:-]{1,64}$/
+
 /** An upstream error object's machine-readable fields (`type`, `code`, `status`), never its message. */
 export const errorKindOf = (error: unknown): string => {
   const fields = isRecord(error) ? error : {}
   return ["type", "code", "status"]
-    .filter((field) => typeof fields[field] === "string" || typeof fields[field] === "number")
-    .map((field) => `${field}=${String(fields[field]).slice(0, 64)}`)
+    .filter((field) => {
+      const value = fields[field]
+      return typeof value === "number" || (typeof value === "string" && MACHINE_TOKEN.test(value))
+    })
+    .map((field) => `${field}=${String(fields[field])}`)
     .join(" ") || "unspecified"
 }
 

@@ -1,14 +1,14 @@
 /**
- * A real gateway process — `node_modules/.bin/tsx src/main.ts`, what `npm
- * start` runs — for tests that need several processes on one database, or a
- * process that dies. It gets its own env and config file and a free loopback
- * port, and counts as started once it answers `GET /openapi.json`.
+ * A real gateway process — `node --import tsx src/main.ts`, what `npm start`
+ * runs — for tests that need several processes on one database, or a process
+ * that dies. It gets its own env and config file and a free loopback port,
+ * and counts as started once it answers `GET /openapi.json`.
  *
- * tsx runs the app in a child node process, so the gateway is started as the
- * leader of its own process group and every signal goes to the whole group:
- * a SIGKILL then really kills the app, not just tsx. Children that a test
- * forgets are killed by `stopAllGatewayProcesses()` (call it in `afterAll`)
- * and, as a last resort, by a watchdog process when the test worker dies.
+ * The gateway is started as the leader of its own process group and every
+ * signal goes to the whole group, so nothing it starts can outlive it.
+ * Children that a test forgets are killed by `stopAllGatewayProcesses()`
+ * (call it in `afterAll`) and, as a last resort, by a watchdog process when
+ * the test worker dies.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
@@ -18,13 +18,12 @@ import { dirname, join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..")
-const tsx = join(root, "node_modules/.bin/tsx")
 
 export interface GatewayProcess {
   /** `http://127.0.0.1:<port>` */
   readonly url: string
   readonly port: number
-  /** The process group (tsx and the app under it). */
+  /** The gateway's process, leader of its process group. */
   readonly pid: number
   /** Sends `signal` to the process group and resolves once the process has exited. */
   readonly kill: (signal?: NodeJS.Signals) => Promise<void>
@@ -69,7 +68,7 @@ const groupAlive = (pid: number) => {
   }
 }
 
-/** Waits until no process of the group is left (tsx may exit a moment before the app under it). */
+/** Waits until no process of the group is left. */
 const groupGone = async (child: ChildProcess) => {
   if (child.pid === undefined) return
   const deadline = Date.now() + 10_000
@@ -133,7 +132,12 @@ const startOnce = async (options: GatewayProcessOptions, configPath: string, por
   Object.assign(env, options.env, { PORT: String(port), HOST: "127.0.0.1", SVC_CONFIG: configPath })
 
   installExitHook()
-  const child = spawn(tsx, ["src/main.ts"], { cwd: root, env, detached: true, stdio: ["ignore", "pipe", "pipe"] })
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    cwd: root,
+    env,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"]
+  })
   live.add(child)
   const watchdog = child.pid === undefined ? undefined : startWatchdog(child.pid)
   let output = ""
@@ -150,7 +154,8 @@ const startOnce = async (options: GatewayProcessOptions, configPath: string, por
       done()
     }
     if (child.exitCode !== null || child.signalCode !== null) return finish()
-    child.once("exit", finish)
+    // "close": the process has exited and its output has been read to the end.
+    child.once("close", finish)
     child.once("error", (error) => {
       keep(Buffer.from(`\nspawn failed: ${error.message}\n`))
       finish()
@@ -171,7 +176,7 @@ const startOnce = async (options: GatewayProcessOptions, configPath: string, por
     const timer = setTimeout(() => signalGroup(child, "SIGKILL"), graceMs)
     await exited
     clearTimeout(timer)
-    // Nothing of the group may stay behind, whatever tsx did.
+    // Nothing of the group may stay behind.
     await groupGone(child)
   }
 
