@@ -8,6 +8,7 @@
  */
 import { randomBytes } from "node:crypto"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { columnsHolding, fakeProvider, NO_RETENTION } from "./support/canary.ts"
 import { type FakeOpenAi, startFakeOpenAi } from "./support/fakeOpenAiUpstream.ts"
 import { startGateway, type TestGateway } from "./support/gateway.ts"
 import { moneyViolations } from "./support/invariants.ts"
@@ -18,13 +19,8 @@ let gateway: TestGateway
 
 beforeAll(async () => {
   upstream = await startFakeOpenAi()
-  const provider = (id: string, privacy: unknown, upstreamModel: string) => ({
-    id,
-    plugin: "openai-compatible",
-    baseUrl: upstream.baseUrl,
-    ...(privacy === undefined ? {} : { privacy }),
-    deployments: [{ model: "svc/kept", upstreamModel }]
-  })
+  const provider = (id: string, privacy: unknown, upstreamModel: string) =>
+    fakeProvider(upstream.baseUrl, id, privacy, [{ model: "svc/kept", upstreamModel }])
   gateway = await startGateway({
     config: {
       promptStorage: { standardRoute: true, retentionDays: RETENTION_DAYS },
@@ -37,7 +33,7 @@ beforeAll(async () => {
       }],
       providers: [
         provider("kept-anyone", undefined, "kept-standard"),
-        provider("kept-careful", { stores: false, logs: false, trains: false }, "kept-protected")
+        provider("kept-careful", NO_RETENTION, "kept-protected")
       ]
     }
   })
@@ -110,18 +106,9 @@ describe("prompt storage for the standard class", () => {
     const transcript = await transcriptOf(key, response.headers.get("x-svc-receipt-id"))
     expect(transcript.status).toBe(404)
     expect(transcript.body.error).toMatchObject({ code: "not_found", param: "id" })
-    const columns = await gateway.query<{ table_name: string; column_name: string }>(
-      `SELECT table_name, column_name FROM information_schema.columns
-       WHERE table_schema = 'public' AND data_type IN ('text', 'jsonb', 'json', 'character varying')`
-    )
-    expect(columns.map((column) => column.table_name)).toContain("transcripts")
-    for (const { column_name, table_name } of columns) {
-      const [row] = await gateway.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM "${table_name}" WHERE "${column_name}"::text LIKE $1`,
-        [`%${marker}%`]
-      )
-      expect({ table_name, column_name, n: row!.n }).toEqual({ table_name, column_name, n: 0 })
-    }
+    const { found, searched } = await columnsHolding(gateway.query, marker)
+    expect(searched).toContain("transcripts")
+    expect(found).toEqual([])
   })
 
   it("shows a transcript to its own account only, and not after it expires", async () => {
