@@ -97,12 +97,27 @@ export const SealedPromptsPg = Layer.effect(
 
     yield* load
 
-    /** The key a JWE names (reading the table again for a kid not seen yet), or the current one. */
-    const keyFor = (kid: string | undefined) =>
+    /**
+     * The keys that may open a JWE: the one its `kid` names (reading the table again for a kid not
+     * seen yet), or, with no `kid`, every key held, the current one first.
+     */
+    const keysFor = (kid: string | undefined) =>
       Effect.gen(function*() {
-        if (kid === undefined) return [...held.values()].find((key) => key.current)
+        if (kid === undefined) return [...held.values()]
         if (!held.has(kid) && Date.now() - loadedAt > RELOAD_AT_MOST_EVERY_MS) yield* load
-        return held.get(kid)
+        const key = held.get(kid)
+        return key === undefined ? [] : [key]
+      })
+
+    const decrypt = (jwe: string, key: HeldKey) =>
+      Effect.tryPromise({
+        try: () =>
+          compactDecrypt(jwe, key.privateKey, {
+            keyManagementAlgorithms: ["ECDH-ES"],
+            contentEncryptionAlgorithms: ["A256GCM"]
+          }),
+        catch: () =>
+          refuse("privacy.encryptedPrompt could not be opened: it was altered, or not sealed to a key from GET /v1/privacy/keys.")
       })
 
     const open = (jwe: string) =>
@@ -117,24 +132,17 @@ export const SealedPromptsPg = Layer.effect(
           )
         }
         const kid = typeof header.kid === "string" ? header.kid : undefined
-        const key = yield* keyFor(kid)
-        if (key === undefined) {
+        const [first, ...others] = yield* keysFor(kid)
+        if (first === undefined) {
           return yield* refuse(
             `privacy.encryptedPrompt is sealed to key ${kid}, which this gateway does not hold; ` +
               "seal to a key from GET /v1/privacy/keys."
           )
         }
-        const { plaintext } = yield* Effect.tryPromise({
-          try: () =>
-            compactDecrypt(jwe, key.privateKey, {
-              keyManagementAlgorithms: ["ECDH-ES"],
-              contentEncryptionAlgorithms: ["A256GCM"]
-            }),
-          catch: () =>
-            refuse(
-              "privacy.encryptedPrompt could not be opened: it was altered, or not sealed to a key from GET /v1/privacy/keys."
-            )
-        })
+        const { plaintext } = yield* others.reduce(
+          (opened, key) => Effect.orElse(opened, () => decrypt(jwe, key)),
+          decrypt(jwe, first)
+        )
         // The plaintext is the caller's prompt: errors name where it is wrong, never what it says.
         const text = yield* Effect.try({
           try: () => new TextDecoder("utf-8", { fatal: true }).decode(plaintext),

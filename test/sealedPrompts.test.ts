@@ -167,15 +167,19 @@ describe("sealed prompts (privacy.encryptedPrompt)", () => {
     expect(receipts!.n).toBe(0)
   })
 
-  it("rotates: the new key is published, and prompts sealed to the old one still open", async () => {
+  it("rotates: the new key is published, and prompts sealed to the old one still open, with or without kid", async () => {
     const { key } = await gateway.account({ credit: "5" })
     const [old] = await publishedKeys()
     const sealedToOld = await sealMessages([{ role: "user", content: "before rotation" }], old)
+    // A caller that leaves out `kid`: every key held is tried.
+    const { kid: _, ...oldWithoutKid } = old!
+    const sealedToOldWithoutKid = await sealMessages([{ role: "user", content: "no kid" }], oldWithoutKid)
     const rotated = await gateway.run(Effect.flatMap(SealedPrompts, (sealed) => sealed.rotate))
     const keys = await publishedKeys()
     expect(keys.map((k) => k.kid)).toEqual([rotated.kid])
     expect(rotated.kid).not.toBe(old!.kid)
-    for (const encryptedPrompt of [sealedToOld, await sealMessages([{ role: "user", content: "after rotation" }], keys[0])]) {
+    const sealedToNew = await sealMessages([{ role: "user", content: "after rotation" }], keys[0])
+    for (const encryptedPrompt of [sealedToOld, sealedToOldWithoutKid, sealedToNew]) {
       const response = await gateway.request("POST", "/v1/chat/completions", {
         key,
         body: { model: "svc/sealed", privacy: { encryptedPrompt } }
