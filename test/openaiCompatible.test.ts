@@ -225,6 +225,23 @@ describe("openai-compatible plugin", () => {
       expect(yield* Effect.flip(Stream.runDrain(truncated))).toMatchObject({ kind: "protocol" })
     }))
 
+  it.scopedLive("delivers the good chunks that arrived in the same read as a malformed frame, then fails", () =>
+    Effect.gen(function*() {
+      const { adapter, upstream } = yield* setup()
+      const frame = (content: string) =>
+        `data: ${JSON.stringify({ id: "x", object: "chat.completion.chunk", created: 1, model: "m",
+          choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`
+      // One write: both good frames and the broken one reach us in one network read.
+      upstream.behaveOnce({ raw: { body: frame("hello ") + frame("there") + "data: {oops\n\n", contentType: "text/event-stream" } })
+      const received: Array<string> = []
+      const error = yield* Effect.flip(Stream.runForEach(
+        yield* adapter.stream(callWith()),
+        (chunk) => Effect.sync(() => received.push(chunk.choices[0]?.delta.content ?? ""))
+      ))
+      expect(error).toMatchObject({ kind: "protocol" })
+      expect(received.join("")).toBe("hello there")
+    }))
+
   it.scopedLive("aborts the upstream request when the scope closes mid-stream", () =>
     Effect.gen(function*() {
       const { adapter, upstream } = yield* setup()

@@ -57,10 +57,11 @@ export const sseStream = <A>(
     const parser = Sse.makeParser((event) => {
       if (event._tag === "Event") events.push(event)
     })
-    const feed = (bytes: Uint8Array): Effect.Effect<Array<A>, UpstreamFailure> => {
+    /** A failure met while translating one read: raised after the items translated before it. */
+    let broken: UpstreamFailure | undefined
+    const feed = (bytes: Uint8Array): Effect.Effect<Array<A>> => {
       if (done) return Effect.succeed([])
       const tooLarge = parser.feed(decoder.decode(bytes, { stream: true }))
-      if (tooLarge) return Effect.fail(protocolFailure(tooLarge.message))
       const out: Array<A> = []
       try {
         for (const event of events) {
@@ -72,19 +73,27 @@ export const sseStream = <A>(
           }
         }
       } catch (error) {
-        return Effect.fail(protocolFailureOf(error))
+        broken = protocolFailureOf(error)
       } finally {
         events = []
       }
+      if (tooLarge && !done) broken ??= protocolFailure(tooLarge.message)
       return done ? Effect.as(Deferred.succeed(sawDone, undefined), out) : Effect.succeed(out)
     }
     const ended = Stream.suspend(() =>
-      done || !options.endMarker ? Stream.empty : Stream.fail(protocolFailure("upstream stream ended before its end"))
+      broken !== undefined
+        ? Stream.fail(broken)
+        : done || !options.endMarker
+        ? Stream.empty
+        : Stream.fail(protocolFailure("upstream stream ended before its end"))
     )
     return bodyBytes(body).pipe(
       Stream.interruptWhen(Effect.zipRight(Deferred.await(sawDone), Effect.sleep(drainAfterDone))),
       Stream.catchAll((failure) => (done ? Stream.empty : Stream.fail(failure))),
-      Stream.mapConcatEffect(feed),
+      Stream.mapEffect(feed),
+      // A read that broke is the last: its good items go out, then `ended` raises the failure.
+      Stream.takeUntil(() => broken !== undefined),
+      Stream.mapConcat((out) => out),
       Stream.concat(ended)
     )
   }))
