@@ -341,7 +341,9 @@ export const ChatGatewayLive = Layer.effect(
         Effect.gen(function*() {
           const chunks = yield* deployment.adapter.stream({ request, upstreamModel: deployment.upstreamModel })
           const pull = yield* Stream.toPull(chunks)
+          // Pulls can be empty (a read that held only a keep-alive comment): wait for real content.
           const first = yield* pull.pipe(
+            Effect.repeat({ until: (chunk) => Chunk.isNonEmpty(chunk) }),
             Effect.catchAll(Option.match({
               onNone: () => Effect.succeed(Chunk.empty<ChatChunk>()),
               onSome: (failure) => Effect.fail(failure)
