@@ -1,8 +1,11 @@
 /**
  * API keys in PostgreSQL. Only the SHA-256 of a key is stored (keys carry 190+
  * random bits, so a plain hash is enough); lookups are by hash and the match
- * is confirmed in constant time. Every request reads the key row, so a
- * revocation counts from the very next request on every gateway instance.
+ * is confirmed in constant time. Revocation counts from the very next request:
+ * on PostgreSQL, shared by several gateway instances, every request reads the
+ * key row; on the embedded database, which one process owns and whose every
+ * revocation passes through this service, known keys are kept in memory and
+ * a revocation drops its key at once.
  */
 import { createHash, randomInt, timingSafeEqual } from "node:crypto"
 import { SqlClient } from "@effect/sql"
@@ -53,6 +56,9 @@ const toRecord = (row: KeyRow): ApiKeyRecord => ({
 /** The one answer for every rejected key, so callers learn nothing about why. */
 const rejected = new Unauthorized({ message: "The API key is missing, invalid or revoked." })
 
+/** Enough for every live key of a large install; past it the memory starts over. */
+const MAX_REMEMBERED_KEYS = 10_000
+
 /** The bootstrap operator key from `SVC_ADMIN_KEY`: admin scope, no account. */
 const BOOTSTRAP_KEY_ID = "key_bootstrap"
 
@@ -62,7 +68,11 @@ export const ApiKeysPg = Layer.effect(
     const sql = yield* SqlClient.SqlClient
     const ids = yield* Ids
     const events = yield* EventLog
-    const { adminKey } = yield* AppConfig
+    const { adminKey, databaseUrl } = yield* AppConfig
+    /** Principals by key hash (base64); only on the embedded database (see above). */
+    const remembered = databaseUrl === undefined ? new Map<string, Principal>() : undefined
+    /** Counts revocations, so a lookup that raced one is not remembered (it may have read the row before). */
+    let revocations = 0
     const adminHash = adminKey === undefined ? undefined : sha256(Redacted.value(adminKey))
     const bootstrap: Principal = { keyId: BOOTSTRAP_KEY_ID, accountId: null, scopes: ["admin"] }
 
@@ -90,19 +100,36 @@ export const ApiKeysPg = Layer.effect(
             UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = ${keyId} RETURNING *`
           if (row === undefined) return yield* Effect.fail(new NotFound({ message: `No API key ${keyId}.`, param: "id" }))
           yield* events.record({ type: "key.revoked", accountId: row.account_id, data: { key_id: row.id } })
-          return toRecord(row)
-        }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die)),
+          return row
+        }).pipe(
+          sql.withTransaction,
+          Effect.catchTag("SqlError", Effect.die),
+          // Forgotten once the revocation is committed: a request from now on reads the revoked row.
+          Effect.map((row) => {
+            revocations++
+            remembered?.delete(Buffer.from(row.secret_sha256).toString("base64"))
+            return toRecord(row)
+          })
+        ),
 
       authenticate: (token) =>
         Effect.gen(function*() {
           const hash = sha256(token)
           if (adminHash !== undefined && timingSafeEqual(hash, adminHash)) return bootstrap
           if (!KEY_SHAPE.test(token)) return yield* Effect.fail(rejected)
+          const known = remembered?.get(hash.toString("base64"))
+          if (known !== undefined) return known
+          const revocationsBefore = revocations
           const [row] = yield* sql<KeyRow>`SELECT * FROM api_keys WHERE secret_sha256 = ${hash}`.pipe(Effect.orDie)
           if (row === undefined || row.revoked_at !== null || !timingSafeEqual(Buffer.from(row.secret_sha256), hash)) {
             return yield* Effect.fail(rejected)
           }
-          return { keyId: row.id, accountId: row.account_id, scopes: row.scopes }
+          const principal: Principal = { keyId: row.id, accountId: row.account_id, scopes: row.scopes }
+          if (remembered !== undefined && revocations === revocationsBefore) {
+            if (remembered.size >= MAX_REMEMBERED_KEYS) remembered.clear()
+            remembered.set(hash.toString("base64"), principal)
+          }
+          return principal
         })
     }
   })

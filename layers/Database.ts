@@ -1,25 +1,49 @@
 /**
  * The one SqlClient of the app: real PostgreSQL when `DATABASE_URL` is set,
  * otherwise embedded PGlite in the data directory. Both go through the same
- * `pg` driver, so queries and type parsing are identical.
+ * `pg` driver, so queries and type parsing are identical, and both prepare
+ * each statement once per connection (layers/preparingClient.ts).
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { PgClient } from "@effect/sql-pg"
 import { PGlite } from "@electric-sql/pglite"
 import { createPgConfig } from "@electric-sql/pglite/node-postgres"
-import { Data, Effect, Layer } from "effect"
+import { SqlError } from "@effect/sql/SqlError"
+import { Data, Effect, Layer, Redacted } from "effect"
 import pg from "pg"
 import { AppConfig } from "../services/Config.ts"
+import { PreparingClient } from "./preparingClient.ts"
 
 /** A SqlClient over an open PGlite instance (owned by the caller). PGlite takes one connection only. */
 export const pgliteSqlClient = (pglite: PGlite) =>
   PgClient.layerFromPool({
     acquire: Effect.acquireRelease(
-      Effect.sync(() => new pg.Pool({ ...createPgConfig(pglite), max: 1 } as pg.PoolConfig)),
+      Effect.sync(() => new pg.Pool({ ...createPgConfig(pglite), max: 1, Client: PreparingClient } as pg.PoolConfig)),
       (pool) => Effect.promise(() => pool.end())
     )
   })
+
+/** A pool on a PostgreSQL server, checked with one query (as `PgClient.layer` does) before anything uses it. */
+const serverPool = (url: Redacted.Redacted<string>) =>
+  Effect.acquireRelease(
+    Effect.suspend(() => {
+      const pool = new pg.Pool({ connectionString: Redacted.value(url), application_name: "svc", Client: PreparingClient })
+      pool.on("error", () => {})
+      return Effect.tryPromise({
+        try: () => pool.query("SELECT 1"),
+        catch: (cause) => new SqlError({ cause, message: "Could not connect to the database at DATABASE_URL" })
+      }).pipe(
+        Effect.timeoutFail({
+          duration: "5 seconds",
+          onTimeout: () => new SqlError({ cause: new Error("timed out"), message: "Could not connect to the database at DATABASE_URL" })
+        }),
+        Effect.tapError(() => Effect.promise(() => pool.end())),
+        Effect.as(pool)
+      )
+    }),
+    (pool) => Effect.promise(() => pool.end()).pipe(Effect.timeoutOption(1000))
+  )
 
 /** The embedded database is used by `dataDir`'s owner process: another one would corrupt it. */
 export class DataDirInUse extends Data.TaggedError("DataDirInUse")<{ readonly dataDir: string; readonly pid: number }> {
@@ -66,9 +90,7 @@ export const openPglite = (dataDir: string) =>
 export const DatabaseLive = Layer.unwrapScoped(
   Effect.gen(function*() {
     const config = yield* AppConfig
-    if (config.databaseUrl !== undefined) {
-      return PgClient.layer({ url: config.databaseUrl, applicationName: "svc" })
-    }
+    if (config.databaseUrl !== undefined) return PgClient.layerFromPool({ acquire: serverPool(config.databaseUrl) })
     yield* Effect.logInfo(`embedded database in ${config.dataDir}`)
     return pgliteSqlClient(yield* openPglite(config.dataDir))
   })

@@ -144,6 +144,15 @@ describe("bad input changes nothing", () => {
     expect(await snapshot()).toBe(before)
   })
 
+  it("a revocation that races requests of the key still holds from the next request on", async () => {
+    const account = await gateway.account({ scopes: ["chat"] })
+    expect((await chat(hello, account.key)).status).toBe(200)
+    const racing = Array.from({ length: 20 }, () => chat(hello, account.key))
+    expect((await gateway.request("DELETE", `/v1/admin/keys/${account.keyId}`)).status).toBe(200)
+    await Promise.all(racing)
+    for (let i = 0; i < 5; i++) expectEnvelope(await chat(hello, account.key), 401, "unauthorized")
+  })
+
   it("the scope error names the missing scope", async () => {
     const response = await chat(hello, monitoringKey)
     expect(response.body.error.message).toContain("chat")

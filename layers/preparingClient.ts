@@ -1,0 +1,54 @@
+/**
+ * A `pg` client that prepares each parameterized statement once per
+ * connection (a named statement, named after a hash of its text) instead of
+ * having the server parse and plan it on every call. Our statements have
+ * fixed texts, so each connection prepares a few dozen; past a cap (texts
+ * built at run time, as tests do) it stops naming new ones.
+ *
+ * When a newer instance's migration changes a table under a statement this
+ * connection prepared (`SELECT *` gaining a column), PostgreSQL refuses the
+ * stale statement once; it is then prepared afresh under a new name.
+ */
+import { createHash } from "node:crypto"
+import pg from "pg"
+
+/** Enough for every statement the gateway has; a connection never holds more. */
+const MAX_PREPARED_PER_CONNECTION = 200
+
+const hashOf = (text: string) => createHash("sha1").update(text).digest("base64url")
+
+const isStalePlan = (error: unknown) =>
+  (error as { code?: string } | null)?.code === "0A000" &&
+  String((error as Error).message).includes("cached plan must not change result type")
+
+export class PreparingClient extends pg.Client {
+  /** Statement text hash → the name it is prepared under on this connection. */
+  readonly #names = new Map<string, string>()
+
+  override query(config: any, values?: any, callback?: any): any {
+    if (typeof config !== "string" || !Array.isArray(values) || values.length === 0) {
+      return super.query(config, values, callback)
+    }
+    const hash = hashOf(config)
+    let name = this.#names.get(hash)
+    if (name === undefined) {
+      if (this.#names.size >= MAX_PREPARED_PER_CONNECTION) return super.query(config, values, callback)
+      name = `svc_${hash}`
+      this.#names.set(hash, name)
+    }
+    const renameIfStale = (error: unknown) => {
+      if (isStalePlan(error)) this.#names.set(hash, `svc_${hash}_${Date.now().toString(36)}`)
+    }
+    const named = { name, text: config, values }
+    if (typeof callback === "function") {
+      return super.query(named, (error: Error | null, result: unknown) => {
+        if (error) renameIfStale(error)
+        callback(error, result)
+      })
+    }
+    return (super.query(named) as Promise<unknown>).catch((error: unknown) => {
+      renameIfStale(error)
+      throw error
+    })
+  }
+}
