@@ -58,6 +58,7 @@ const startBenchGateway = async (upstreamBaseUrl: string) => {
     : { env: { SVC_DATA_DIR: dataDir, DATABASE_URL: "" }, drop: async () => {} }
   const gateway = await startGateway({
     database,
+    scanResponses: false,
     config: {
       models: [{
         id: BENCH_MODEL,
