@@ -448,22 +448,29 @@ export const ChatGatewayLive = Layer.effect(
           return {
             receiptId: reservation.id,
             chunks: answered.value.pipe(
-              Stream.tap((chunk) =>
-                Effect.sync(() => {
+              // One synchronous pass per pulled chunk (cheaper than an effect per frame): note what
+              // billing needs, drop the usage chunk unless the caller asked for usage (adapters always
+              // report it), and put the privacy block on the final chunk: the usage chunk when the
+              // caller asked for usage, else the one with the finish reason (or, if none came, a last
+              // chunk of its own).
+              Stream.mapChunks((pulled) => {
+                const out: Array<ChatChunk> = []
+                for (const chunk of pulled) {
                   if (chunk.usage) reported = chunk.usage
                   generated += generatedText(chunk)
                   content += chunk.choices[0]?.delta.content ?? ""
-                })
-              ),
-              // Adapters always report usage (billing needs it); the caller sees it only if asked.
-              Stream.filter((chunk) => wantsUsage || chunk.choices.length > 0),
-              // The privacy block rides on the final chunk: the usage chunk when the caller asked for
-              // usage, else the one with the finish reason (or, if none came, a last chunk of its own).
-              Stream.map((chunk): ChatChunk => {
-                const final = wantsUsage ? chunk.usage != null : chunk.choices.some((choice) => choice.finish_reason !== null)
-                if (!final || privacySent) return { ...chunk, id, model: model.id }
-                privacySent = true
-                return { ...chunk, id, model: model.id, privacy }
+                  if (!wantsUsage && chunk.choices.length === 0) continue
+                  const final = wantsUsage
+                    ? chunk.usage != null
+                    : chunk.choices.some((choice) => choice.finish_reason !== null)
+                  if (!final || privacySent) {
+                    out.push({ ...chunk, id, model: model.id })
+                  } else {
+                    privacySent = true
+                    out.push({ ...chunk, id, model: model.id, privacy })
+                  }
+                }
+                return Chunk.unsafeFromArray(out)
               }),
               Stream.concat(Stream.suspend(() =>
                 privacySent ? Stream.empty : Stream.succeed<ChatChunk>({
