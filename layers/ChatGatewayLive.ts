@@ -101,6 +101,8 @@ interface Route {
   readonly targets: ReadonlyArray<Target>
   /** The reservation: the largest estimate among the models that may serve. */
   readonly amount: Nanos
+  /** The request's input tokens by our own count (billed when an upstream reports no usage). */
+  readonly inputTokens: number
 }
 
 export const ChatGatewayLive = Layer.effect(
@@ -247,13 +249,16 @@ export const ChatGatewayLive = Layer.effect(
         let floorMet = false
         for (const model of plan.models) {
           const estimate = pricing.estimateFor(model, inputTokens, shape.requestedOutput)
-          const passing = catalogue.deployments(model.id).filter((deployment) =>
-            servable(deployment) && meetsFloor(pricing.cost(model, deployment, estimate), floor)
-          )
-          if (passing.length === 0) continue
+          const upstreamCost = new Map<Deployment, Nanos>()
+          for (const deployment of catalogue.deployments(model.id)) {
+            if (!servable(deployment)) continue
+            const cost = pricing.cost(model, deployment, estimate)
+            if (meetsFloor(cost, floor)) upstreamCost.set(deployment, cost.upstream)
+          }
+          if (upstreamCost.size === 0) continue
           floorMet = true
           if (estimate.total > amount) amount = estimate.total
-          const ordered = orderDeployments(passing, (deployment) => pricing.cost(model, deployment, estimate).upstream, health)
+          const ordered = orderDeployments([...upstreamCost.keys()], (deployment) => upstreamCost.get(deployment)!, health)
           for (const deployment of ordered) targets.push({ model, deployment })
         }
         if (!floorMet) {
@@ -265,7 +270,7 @@ export const ChatGatewayLive = Layer.effect(
         if (targets.length === 0) {
           return yield* new UpstreamError({ message: "Every route for this request is recovering from failures; try again shortly." })
         }
-        return { plan, served, privacyEvents, attested, targets, amount }
+        return { plan, served, privacyEvents, attested, targets, amount, inputTokens }
       })
 
     /** Every route failed: the routing events still tell the story; then the caller's error. */
@@ -321,15 +326,14 @@ export const ChatGatewayLive = Layer.effect(
       )
 
     /** Usage by our own count, for an upstream that reported none. */
-    const countedUsage = (request: ChatRequest, completion: UpstreamCompletion): Usage => {
+    const countedUsage = (inputTokens: number, completion: UpstreamCompletion): Usage => {
       let text = ""
       for (const { message } of completion.choices) {
         text += message.content ?? ""
         for (const call of message.tool_calls ?? []) text += call.function.name + call.function.arguments
       }
-      const prompt = pricing.countInput(request)
       const generated = pricing.countText(text)
-      return { prompt_tokens: prompt, completion_tokens: generated, total_tokens: prompt + generated }
+      return { prompt_tokens: inputTokens, completion_tokens: generated, total_tokens: inputTokens + generated }
     }
 
     /**
@@ -368,7 +372,7 @@ export const ChatGatewayLive = Layer.effect(
                 Effect.catchAll((routesFailed) => failed(principal, plan, routesFailed)),
                 Effect.flatMap((answered) => {
                   const completion = answered.value
-                  const usage = completion.usage ?? countedUsage(request, completion)
+                  const usage = completion.usage ?? countedUsage(routed.inputTokens, completion)
                   const model = answered.target.model.id
                   return recordSuccess(answered, answered.attempts.at(-1)!.latencyMs, usage.completion_tokens).pipe(
                     Effect.zipRight(settle(reservation, answered, routed, fromUsage(usage), answered.attempts, {
@@ -405,7 +409,8 @@ export const ChatGatewayLive = Layer.effect(
           let privacySent = false
           let reported: Usage | undefined
           let generated = ""
-          /** The answer's text, for a kept transcript. */
+          /** The answer's text, gathered only when the call's text is kept (a transcript). */
+          const keepsText = transcripts.keeps(routed.served)
           let content = ""
           let failure: UpstreamFailure | undefined
 
@@ -425,7 +430,7 @@ export const ChatGatewayLive = Layer.effect(
             )
             const usage = reported !== undefined
               ? fromUsage(reported)
-              : { inputTokens: pricing.countInput(request), outputTokens: pricing.countText(generated) }
+              : { inputTokens: routed.inputTokens, outputTokens: pricing.countText(generated) }
             const recorded = failure === undefined
               ? recordSuccess(answered, latencyMs, usage.outputTokens, Math.round(firstChunkMs))
               : health.record({
@@ -458,7 +463,7 @@ export const ChatGatewayLive = Layer.effect(
                 for (const chunk of pulled) {
                   if (chunk.usage) reported = chunk.usage
                   generated += generatedText(chunk)
-                  content += chunk.choices[0]?.delta.content ?? ""
+                  if (keepsText) content += chunk.choices[0]?.delta.content ?? ""
                   if (!wantsUsage && chunk.choices.length === 0) continue
                   const final = wantsUsage
                     ? chunk.usage != null

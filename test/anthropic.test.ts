@@ -3,7 +3,8 @@ import { Chunk, Effect, Exit, Scope, Stream } from "effect"
 import { plugin } from "../plugins/anthropic.ts"
 import type { ChatChunk, ChatRequest } from "../services/Chat.ts"
 import type { ProviderConfig } from "../services/Config.ts"
-import type { UpstreamCall, UpstreamFailure } from "../services/Providers.ts"
+import type { UpstreamFailure } from "../services/Providers.ts"
+import { collectUntilFailure, providerConfigFor, textOf, upstreamCallFor, waitForAborts } from "./support/adapterHarness.ts"
 import {
   acquireFakeAnthropic,
   FAKE_SIGNATURE,
@@ -14,24 +15,9 @@ import {
 
 const env = { ANTHROPIC_TEST_KEY: "sk-ant-test-123" }
 
-const providerAt = (baseUrl: string | undefined, overrides: Partial<ProviderConfig> = {}): ProviderConfig => ({
-  id: "fake-anthropic",
-  plugin: "anthropic",
-  baseUrl,
-  apiKeyEnv: "ANTHROPIC_TEST_KEY",
-  timeoutMs: 2_000,
-  deployments: [],
-  ...overrides
-})
+const providerAt = providerConfigFor({ id: "fake-anthropic", plugin: "anthropic", apiKeyEnv: "ANTHROPIC_TEST_KEY" })
 
-const callWith = (request: Partial<ChatRequest> = {}): UpstreamCall => ({
-  upstreamModel: "claude-fake-9",
-  request: {
-    model: "svc/claude-like",
-    messages: [{ role: "user", content: "hello there gateway" }],
-    ...request
-  } as ChatRequest
-})
+const callWith = upstreamCallFor("svc/claude-like", "claude-fake-9")
 
 const setup = (overrides: Partial<ProviderConfig> = {}) =>
   Effect.gen(function*() {
@@ -45,17 +31,6 @@ const lastBody = (upstream: FakeAnthropic) => upstream.requests.at(-1)!.body
 const collect = (stream: Stream.Stream<ChatChunk, UpstreamFailure>) =>
   Effect.map(Stream.runCollect(stream), Chunk.toReadonlyArray)
 
-/** The chunks a stream delivered before it failed, and its failure. */
-const collectUntilFailure = (stream: Stream.Stream<ChatChunk, UpstreamFailure>) =>
-  Effect.gen(function*() {
-    const received: Array<ChatChunk> = []
-    const error = yield* Effect.flip(Stream.runForEach(stream, (chunk) => Effect.sync(() => received.push(chunk))))
-    return { received, error }
-  })
-
-const textOf = (chunks: ReadonlyArray<ChatChunk>) =>
-  chunks.flatMap((c) => c.choices.map((choice) => choice.delta.content ?? "")).join("")
-
 const toolDeltas = (chunks: ReadonlyArray<ChatChunk>) =>
   chunks.flatMap((c) => c.choices.flatMap((choice) => choice.delta.tool_calls ?? []))
 
@@ -67,9 +42,6 @@ const weatherTool = {
     parameters: { type: "object", properties: { city: { type: "string" }, days: { type: "integer" } }, required: ["city", "days"] }
   }
 }
-
-const waitForAborts = (upstream: FakeAnthropic, count: number) =>
-  Effect.promise(() => upstream.waitForAborts(count)).pipe(Effect.timeout("3 seconds"))
 
 describe("anthropic plugin: request translation", () => {
   it.scopedLive("posts to /messages with the key, the API version and the system prompt on top", () =>

@@ -19,7 +19,6 @@ let key: string
 /** Every status line, header and body a caller received in this file, for the leak scan. */
 const seen: Array<string> = []
 
-
 beforeAll(async () => {
   upstream = await startFakeOpenAi()
   gateway = await startGateway({

@@ -2,9 +2,10 @@ import { countTokens } from "gpt-tokenizer/encoding/o200k_base"
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Exit, Scope, Stream } from "effect"
 import { plugin } from "../plugins/gemini.ts"
-import type { ChatChunk, ChatRequest, FunctionTool } from "../services/Chat.ts"
+import type { ChatChunk, FunctionTool } from "../services/Chat.ts"
 import type { ProviderConfig } from "../services/Config.ts"
 import type { UpstreamCall, UpstreamCompletion } from "../services/Providers.ts"
+import { collectUntilFailure, providerConfigFor, upstreamCallFor, waitForAborts } from "./support/adapterHarness.ts"
 import {
   acquireFakeGemini,
   FAKE_MODEL_VERSION_SUFFIX,
@@ -17,24 +18,9 @@ const KEY = "AIza-test-key-0042"
 const env = { GEMINI_KEY: KEY }
 const MODEL = "gemini-test-pro"
 
-const providerAt = (baseUrl: string | undefined, overrides: Partial<ProviderConfig> = {}): ProviderConfig => ({
-  id: "fake-gemini",
-  plugin: "gemini",
-  baseUrl,
-  apiKeyEnv: "GEMINI_KEY",
-  timeoutMs: 2_000,
-  deployments: [],
-  ...overrides
-})
+const providerAt = providerConfigFor({ id: "fake-gemini", plugin: "gemini", apiKeyEnv: "GEMINI_KEY" })
 
-const callWith = (request: Partial<ChatRequest> = {}, upstreamModel = MODEL): UpstreamCall => ({
-  upstreamModel,
-  request: {
-    model: "svc/gemini-like",
-    messages: [{ role: "user", content: "hello there gateway" }],
-    ...request
-  } as ChatRequest
-})
+const callWith = upstreamCallFor("svc/gemini-like", MODEL)
 
 const setup = (overrides: Partial<ProviderConfig> = {}) =>
   Effect.gen(function*() {
@@ -47,14 +33,6 @@ const lastBody = (upstream: FakeGemini) => upstream.requests.at(-1)!.body
 
 const collect = (call: UpstreamCall, adapter: Effect.Effect.Success<ReturnType<typeof setup>>["adapter"]) =>
   Effect.scoped(Effect.flatMap(adapter.stream(call), (stream) => Effect.map(Stream.runCollect(stream), Chunk.toArray)))
-
-/** Chunks received before the stream failed, and the failure. */
-const collectUntilFailure = (stream: Stream.Stream<ChatChunk, any>) =>
-  Effect.gen(function*() {
-    const received: Array<ChatChunk> = []
-    const error = yield* Effect.flip(Stream.runForEach(stream, (chunk) => Effect.sync(() => received.push(chunk))))
-    return { received, error }
-  })
 
 /** A stream's chunks folded back into the completion they describe. */
 const reassemble = (chunks: ReadonlyArray<ChatChunk>) => {
@@ -649,12 +627,12 @@ describe("gemini plugin: failures", () => {
       expect(Chunk.size(yield* pull)).toBeGreaterThan(0)
       expect(upstream.clientAborts()).toBe(0)
       yield* Scope.close(scope, Exit.void)
-      yield* Effect.promise(() => upstream.waitForAborts(1)).pipe(Effect.timeout("3 seconds"))
+      yield* waitForAborts(upstream, 1)
       // An unread stream is released too.
       const unread = yield* Scope.make()
       yield* adapter.stream(callWith()).pipe(Scope.extend(unread))
       yield* Scope.close(unread, Exit.void)
-      yield* Effect.promise(() => upstream.waitForAborts(2)).pipe(Effect.timeout("3 seconds"))
+      yield* waitForAborts(upstream, 2)
     }))
 
   it.scoped("rejects a provider whose api key variable is unset", () =>

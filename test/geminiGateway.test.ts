@@ -20,7 +20,6 @@ let client: OpenAI
 /** Every status line, header and body a caller received in this file, for the leak scan. */
 const seen: Array<string> = []
 
-
 beforeAll(async () => {
   upstream = await startFakeGemini()
   gateway = await startGateway({

@@ -1,33 +1,16 @@
 import { describe, expect, it } from "@effect/vitest"
-import { createServer } from "node:http"
-import type { AddressInfo } from "node:net"
 import { Chunk, Deferred, Duration, Effect, Exit, Scope, Stream } from "effect"
 import { plugin } from "../plugins/openaiCompatible.ts"
-import type { ChatRequest } from "../services/Chat.ts"
 import type { ProviderConfig } from "../services/Config.ts"
-import type { UpstreamCall } from "../services/Providers.ts"
+import { providerConfigFor, upstreamCallFor, waitForAborts } from "./support/adapterHarness.ts"
 import { acquireFakeOpenAi, FAKE_FINGERPRINT, FAKE_PROVIDER_NAME } from "./support/fakeOpenAiUpstream.ts"
+import { freePort as freeLoopbackPort } from "./support/gatewayProcess.ts"
 
 const env = { FAKE_KEY: "sk-test-123" }
 
-const providerAt = (baseUrl: string | undefined, overrides: Partial<ProviderConfig> = {}): ProviderConfig => ({
-  id: "fake",
-  plugin: "openai-compatible",
-  baseUrl,
-  apiKeyEnv: "FAKE_KEY",
-  timeoutMs: 2_000,
-  deployments: [],
-  ...overrides
-})
+const providerAt = providerConfigFor({ id: "fake", plugin: "openai-compatible", apiKeyEnv: "FAKE_KEY" })
 
-const callWith = (request: Partial<ChatRequest> = {}): UpstreamCall => ({
-  upstreamModel: "upstream-model-7b",
-  request: {
-    model: "svc/small",
-    messages: [{ role: "user", content: "hello there gateway" }],
-    ...request
-  } as ChatRequest
-})
+const callWith = upstreamCallFor("svc/small", "upstream-model-7b")
 
 /** A fake upstream and an adapter pointing at it, both living in the test scope. */
 const setup = (overrides: Partial<ProviderConfig> = {}) =>
@@ -37,17 +20,7 @@ const setup = (overrides: Partial<ProviderConfig> = {}) =>
     return { upstream, adapter }
   })
 
-const freePort = Effect.promise(() =>
-  new Promise<number>((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
-)
-
-const waitForAborts = (upstream: { waitForAborts: (n: number) => Promise<void> }, count: number) =>
-  Effect.promise(() => upstream.waitForAborts(count)).pipe(Effect.timeout("3 seconds"))
+const freePort = Effect.promise(freeLoopbackPort)
 
 describe("openai-compatible plugin", () => {
   it.scopedLive("returns a JSON completion", () =>

@@ -291,7 +291,7 @@ const answer = async (res: ServerResponse, body: unknown, behaviour: Behaviour, 
       return reset()
     }
     if (i === behaviour.malformedFrameAfter) {
-      // A packet of its own: sseStream drops what a failing read translated before the bad frame.
+      // In a packet of its own, as a broken frame from a real upstream would usually be.
       await sleep(30)
       await write("event: content_block_delta\ndata: {\"type\": \"content_block_delta\", oops\n\n")
       return res.end()
