@@ -153,7 +153,8 @@ describe("openai-compatible plugin", () => {
   it.scopedLive("maps a slow upstream to kind timeout", () =>
     Effect.gen(function*() {
       const { adapter, upstream } = yield* setup({ timeoutMs: 200 })
-      upstream.behave({ delayHeadersMs: 1_000 })
+      // Far beyond the 200 ms timeout, so a loaded machine cannot let the answer arrive first.
+      upstream.behave({ delayHeadersMs: 5_000 })
       expect(yield* Effect.flip(adapter.complete(callWith()))).toMatchObject({ kind: "timeout" })
       expect(yield* Effect.flip(adapter.stream(callWith()))).toMatchObject({ kind: "timeout" })
     }))
