@@ -98,7 +98,7 @@ export const ProviderConfig = Schema.Struct({
 })
 export type ProviderConfig = typeof ProviderConfig.Type
 
-/** Deployment health and its circuit breaker (layers/HealthPg.ts). */
+/** Deployment health and its circuit breaker (layers/health/HealthPg.ts). */
 export const HealthSettings = Schema.Struct({
   /** Consecutive failures of a deployment that open its breaker. */
   failureThreshold: Schema.optionalWith(PositiveInt, { default: () => 3 }),

@@ -7,7 +7,7 @@
 import { Args, Command, Options, ValidationError } from "@effect/cli"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import { Cause, Console, Effect, Layer, Logger, LogLevel, Option, ParseResult, Schema } from "effect"
-import { ConfigLive } from "../layers/ConfigLive.ts"
+import { ConfigLive } from "../layers/platform/ConfigLive.ts"
 import { Core } from "../layers/Core.ts"
 import { Accounts } from "../services/Accounts.ts"
 import { ApiKeys } from "../services/ApiKeys.ts"

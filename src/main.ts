@@ -4,7 +4,7 @@
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Layer } from "effect"
-import { ConfigLive } from "../layers/ConfigLive.ts"
+import { ConfigLive } from "../layers/platform/ConfigLive.ts"
 import { Core } from "../layers/Core.ts"
 import { AppConfig } from "../services/Config.ts"
 import { HttpLive } from "./Server.ts"

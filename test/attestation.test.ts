@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Either, Fiber, Layer } from "effect"
-import { AttestationLive, type AttestationLiveOptions } from "../layers/AttestationLive.ts"
+import { AttestationLive, type AttestationLiveOptions } from "../layers/privacy/AttestationLive.ts"
 import { JwtAttestationVerifierLive, makeJwtVerifier } from "../plugins/attestation/jwt.ts"
 import { Attestation, type AttestationRefusalReason, AttestationRefused } from "../services/Attestation.ts"
 import {

@@ -6,7 +6,7 @@ import { join } from "node:path"
 import { promisify } from "node:util"
 import { Effect, Either, Redacted } from "effect"
 import { describe, expect, it } from "vitest"
-import { loadConfig, parseConfigFile } from "../layers/ConfigLive.ts"
+import { loadConfig, parseConfigFile } from "../layers/platform/ConfigLive.ts"
 
 const run = promisify(execFile)
 

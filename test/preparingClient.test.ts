@@ -1,5 +1,5 @@
 /**
- * Statements prepared once per connection (layers/preparingClient.ts), on the
+ * Statements prepared once per connection (layers/storage/preparingClient.ts), on the
  * database the suite runs on: a repeated statement is parsed once; a table
  * change under a prepared `SELECT *` fails that statement at most once, and
  * the next call prepares it afresh.
@@ -12,7 +12,7 @@ import { PGlite } from "@electric-sql/pglite"
 import { createPgConfig } from "@electric-sql/pglite/node-postgres"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { PreparingClient } from "../layers/preparingClient.ts"
+import { PreparingClient } from "../layers/storage/preparingClient.ts"
 
 const serverUrl = process.env.DATABASE_URL || undefined
 let pool: pg.Pool

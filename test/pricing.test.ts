@@ -2,7 +2,7 @@
 import { Effect } from "effect"
 import { countTokens } from "gpt-tokenizer/encoding/o200k_base"
 import { describe, expect, it } from "vitest"
-import { PricingLive } from "../layers/PricingLive.ts"
+import { PricingLive } from "../layers/billing/PricingLive.ts"
 import type { Deployment, Model, TokenPrice } from "../services/Catalogue.ts"
 import type { ChatRequest } from "../services/Chat.ts"
 import type { ProviderAdapter } from "../services/Providers.ts"

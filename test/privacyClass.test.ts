@@ -6,8 +6,8 @@
  */
 import { FastCheck as fc } from "effect"
 import { describe, expect, it } from "vitest"
-import type { PrivacyAsk } from "../layers/routing/privacyAsk.ts"
-import { chooseClass } from "../layers/routing/privacyClass.ts"
+import type { PrivacyAsk } from "../layers/privacy/privacyAsk.ts"
+import { chooseClass } from "../layers/privacy/privacyClass.ts"
 import type { PrivacyClass } from "../services/Config.ts"
 import { CLASS_RANK, rankOf, strongest } from "../services/Privacy.ts"
 

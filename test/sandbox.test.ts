@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Ajv2020 } from "ajv/dist/2020.js"
 import { Chunk, Effect, Exit, Layer, Option, Stream } from "effect"
-import { ProviderRegistryLive } from "../layers/ProviderRegistryLive.ts"
+import { ProviderRegistryLive } from "../layers/catalogue/ProviderRegistryLive.ts"
 import { plugin, SandboxPlugin } from "../plugins/sandbox.ts"
 import { jsonSchemaSample } from "../plugins/support/jsonSchemaSample.ts"
 import type { ChatChunk, ChatCompletion, ChatRequest, FunctionTool } from "../services/Chat.ts"

@@ -1,7 +1,7 @@
 /** The group-commit helper: one batch per key in flight, the rest batched behind it. */
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber } from "effect"
-import { makeSerialBatches } from "../layers/serialBatches.ts"
+import { makeSerialBatches } from "../layers/storage/serialBatches.ts"
 
 describe("serial batches", () => {
   it.scoped("runs an idle key at once and batches what arrives while it runs", () =>

@@ -7,10 +7,10 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Layer } from "effect"
-import { DatabaseLive } from "../../layers/Database.ts"
-import { MigrationsLive } from "../../layers/Migrations.ts"
+import { DatabaseLive } from "../../layers/storage/Database.ts"
+import { MigrationsLive } from "../../layers/storage/Migrations.ts"
 import { AppConfig } from "../../services/Config.ts"
-import { loadConfig } from "../../layers/ConfigLive.ts"
+import { loadConfig } from "../../layers/platform/ConfigLive.ts"
 import { TEMPLATE_ENV } from "./database.ts"
 
 export default async function setup() {

@@ -5,7 +5,7 @@
  * file that starts one checks that no caller ever saw an upstream's name.
  */
 import { ServerResponse } from "node:http"
-import { houseModels } from "../../layers/houseModels.ts"
+import { houseModels } from "../../layers/catalogue/houseModels.ts"
 
 interface Tap {
   readonly texts: Array<string>

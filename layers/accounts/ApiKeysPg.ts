@@ -1,0 +1,136 @@
+/**
+ * API keys in PostgreSQL. Only the SHA-256 of a key is stored (keys carry 190+
+ * random bits, so a plain hash is enough); lookups are by hash and the match
+ * is confirmed in constant time. Revocation counts from the very next request:
+ * on PostgreSQL, shared by several gateway instances, every request reads the
+ * key row; on the embedded database, which one process owns and whose every
+ * revocation passes through this service, known keys are kept in memory and
+ * a revocation drops its key at once.
+ */
+import { createHash, randomInt, timingSafeEqual } from "node:crypto"
+import { SqlClient } from "@effect/sql"
+import { Effect, Layer, Redacted } from "effect"
+import { NotFound, Unauthorized } from "../../services/ApiError.ts"
+import { type ApiKeyRecord, ApiKeys, type Principal, type Scope } from "../../services/ApiKeys.ts"
+import { AppConfig } from "../../services/Config.ts"
+import { EventLog } from "../../services/EventLog.ts"
+import { Ids } from "../../services/Ids.ts"
+
+interface KeyRow {
+  readonly id: string
+  readonly account_id: string
+  readonly name: string | null
+  readonly hint: string
+  readonly secret_sha256: Uint8Array
+  readonly scopes: ReadonlyArray<Scope>
+  readonly rpm: number | null
+  readonly tpm: number | null
+  readonly created_at: Date
+  readonly revoked_at: Date | null
+}
+
+const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+const SECRET_LENGTH = 40
+const KEY_SHAPE = /^svc_(live|test)_[0-9A-Za-z]{32,}$/
+
+const newKey = () => {
+  let secret = ""
+  for (let i = 0; i < SECRET_LENGTH; i++) secret += BASE62[randomInt(BASE62.length)]
+  return `svc_live_${secret}`
+}
+
+const sha256 = (text: string) => createHash("sha256").update(text).digest()
+
+const toRecord = (row: KeyRow): ApiKeyRecord => ({
+  id: row.id,
+  accountId: row.account_id,
+  name: row.name,
+  hint: row.hint,
+  scopes: row.scopes,
+  rpm: row.rpm,
+  tpm: row.tpm,
+  createdAt: row.created_at,
+  revokedAt: row.revoked_at
+})
+
+/** The one answer for every rejected key, so callers learn nothing about why. */
+const rejected = new Unauthorized({ message: "The API key is missing, invalid or revoked." })
+
+/** Enough for every live key of a large install; past it the memory starts over. */
+const MAX_REMEMBERED_KEYS = 10_000
+
+/** The bootstrap operator key from `SVC_ADMIN_KEY`: admin scope, no account. */
+const BOOTSTRAP_KEY_ID = "key_bootstrap"
+
+export const ApiKeysPg = Layer.effect(
+  ApiKeys,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const ids = yield* Ids
+    const events = yield* EventLog
+    const { adminKey, databaseUrl } = yield* AppConfig
+    /** Principals by key hash (base64); only on the embedded database (see above). */
+    const remembered = databaseUrl === undefined ? new Map<string, Principal>() : undefined
+    /** Counts revocations, so a lookup that raced one is not remembered (it may have read the row before). */
+    let revocations = 0
+    const adminHash = adminKey === undefined ? undefined : sha256(Redacted.value(adminKey))
+    const bootstrap: Principal = { keyId: BOOTSTRAP_KEY_ID, accountId: null, scopes: ["admin"] }
+
+    return {
+      create: (accountId, input) =>
+        Effect.gen(function*() {
+          const [account] = yield* sql`SELECT id FROM accounts WHERE id = ${accountId} FOR SHARE`
+          if (account === undefined) {
+            return yield* Effect.fail(new NotFound({ message: `No account ${accountId}.`, param: "id" }))
+          }
+          const key = newKey()
+          // Scopes are a closed set of plain words, so the array literal needs no quoting.
+          const [row] = yield* sql<KeyRow>`
+            INSERT INTO api_keys (id, account_id, name, hint, secret_sha256, scopes, rpm, tpm)
+            VALUES (${ids.make("key")}, ${accountId}, ${input.name ?? null}, ${key.slice(0, 13)}, ${sha256(key)},
+                    ${`{${[...new Set(input.scopes)].join(",")}}`}::text[], ${input.rpm ?? null}, ${input.tpm ?? null})
+            RETURNING *`
+          yield* events.record({ type: "key.created", accountId, data: { key_id: row!.id, scopes: row!.scopes } })
+          return { record: toRecord(row!), key }
+        }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die)),
+
+      revoke: (keyId) =>
+        Effect.gen(function*() {
+          const [row] = yield* sql<KeyRow>`
+            UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = ${keyId} RETURNING *`
+          if (row === undefined) return yield* Effect.fail(new NotFound({ message: `No API key ${keyId}.`, param: "id" }))
+          yield* events.record({ type: "key.revoked", accountId: row.account_id, data: { key_id: row.id } })
+          return row
+        }).pipe(
+          sql.withTransaction,
+          Effect.catchTag("SqlError", Effect.die),
+          // Forgotten once the revocation is committed: a request from now on reads the revoked row.
+          Effect.map((row) => {
+            revocations++
+            remembered?.delete(Buffer.from(row.secret_sha256).toString("base64"))
+            return toRecord(row)
+          })
+        ),
+
+      authenticate: (token) =>
+        Effect.gen(function*() {
+          const hash = sha256(token)
+          if (adminHash !== undefined && timingSafeEqual(hash, adminHash)) return bootstrap
+          if (!KEY_SHAPE.test(token)) return yield* Effect.fail(rejected)
+          const known = remembered?.get(hash.toString("base64"))
+          if (known !== undefined) return known
+          const revocationsBefore = revocations
+          const [row] = yield* sql<KeyRow>`SELECT * FROM api_keys WHERE secret_sha256 = ${hash}`.pipe(Effect.orDie)
+          if (row === undefined || row.revoked_at !== null || !timingSafeEqual(Buffer.from(row.secret_sha256), hash)) {
+            return yield* Effect.fail(rejected)
+          }
+          const principal: Principal = { keyId: row.id, accountId: row.account_id, scopes: row.scopes }
+          if (remembered !== undefined && revocations === revocationsBefore) {
+            if (remembered.size >= MAX_REMEMBERED_KEYS) remembered.clear()
+            remembered.set(hash.toString("base64"), principal)
+          }
+          return principal
+        })
+    }
+  })
+)

@@ -1,0 +1,105 @@
+/**
+ * One process's rolling window of a deployment's outcomes: the last five
+ * minutes or the last 200 outcomes, whichever is fewer. Percentiles here are
+ * exact (nearest rank over the samples); the shared numbers use histograms.
+ */
+import type { DeploymentHealth, Outcome } from "../../services/Health.ts"
+
+export const WINDOW_MS = 5 * 60_000
+export const WINDOW_OUTCOMES = 200
+
+/** A success that was not its call's first attempt: the call fell back to this deployment. */
+export const isFallback = (outcome: Outcome): boolean => outcome.ok && outcome.attempt > 1
+
+/**
+ * Time spent producing output, for throughput: after the first token when a stream reports it,
+ * else the whole attempt. Undefined when the outcome says nothing about output.
+ */
+export const generationMs = (outcome: Outcome): number | undefined => {
+  if (!outcome.ok || outcome.outputTokens === undefined || outcome.outputTokens <= 0) return undefined
+  const ms = outcome.latencyMs - (outcome.ttftMs ?? 0)
+  return ms > 0 ? ms : undefined
+}
+
+/** The windowed numbers of `DeploymentHealth` (its breaker fields come from the shared rows). */
+export type WindowStats = Pick<
+  DeploymentHealth,
+  "requests" | "failures" | "fallbacks" | "p50LatencyMs" | "p95LatencyMs" | "p50TtftMs" | "tokensPerSecond"
+>
+
+interface Sample {
+  readonly at: number
+  readonly outcome: Outcome
+}
+
+/** Nearest rank: the smallest sample with at least `q` of the samples at or below it. */
+export const nearestRank = (sorted: ReadonlyArray<number>, q: number): number | undefined =>
+  sorted.length === 0 ? undefined : sorted[Math.max(1, Math.ceil(q * sorted.length)) - 1]
+
+const ascending = (values: Array<number>) => values.sort((a, b) => a - b)
+
+const summarise = (samples: ReadonlyArray<Sample>): WindowStats => {
+  let failures = 0
+  let fallbacks = 0
+  let tokens = 0
+  let generating = 0
+  const latencies: Array<number> = []
+  const ttfts: Array<number> = []
+  for (const { outcome } of samples) {
+    if (!outcome.ok) {
+      failures++
+      continue
+    }
+    if (isFallback(outcome)) fallbacks++
+    latencies.push(outcome.latencyMs)
+    if (outcome.ttftMs !== undefined) ttfts.push(outcome.ttftMs)
+    const ms = generationMs(outcome)
+    if (ms !== undefined) {
+      tokens += outcome.outputTokens!
+      generating += ms
+    }
+  }
+  ascending(latencies)
+  ascending(ttfts)
+  return {
+    requests: samples.length,
+    failures,
+    fallbacks,
+    p50LatencyMs: nearestRank(latencies, 0.5),
+    p95LatencyMs: nearestRank(latencies, 0.95),
+    p50TtftMs: nearestRank(ttfts, 0.5),
+    tokensPerSecond: generating > 0 ? (tokens * 1000) / generating : undefined
+  }
+}
+
+export interface RollingWindow {
+  readonly add: (outcome: Outcome, now: number) => void
+  readonly stats: (now: number) => WindowStats
+}
+
+export const makeWindow = (): RollingWindow => {
+  // Oldest first; appended in time order.
+  let samples: Array<Sample> = []
+  // Views are read on every routing decision, outcomes arrive less often: summarise once per change.
+  let cached: WindowStats | undefined
+
+  const evict = (now: number) => {
+    let drop = Math.max(0, samples.length - WINDOW_OUTCOMES)
+    while (drop < samples.length && samples[drop]!.at <= now - WINDOW_MS) drop++
+    if (drop === 0) return
+    samples = samples.slice(drop)
+    cached = undefined
+  }
+
+  return {
+    add: (outcome, now) => {
+      samples.push({ at: now, outcome })
+      cached = undefined
+      evict(now)
+    },
+    stats: (now) => {
+      evict(now)
+      return cached ??= summarise(samples)
+    }
+  }
+}

@@ -1,0 +1,57 @@
+/** Versioned schema migrations, run at start before anything serves. Same SQL on PostgreSQL 15 and PGlite. */
+import { Migrator, SqlClient } from "@effect/sql"
+import { AppConfig } from "../../services/Config.ts"
+import { Effect, Layer } from "effect"
+import accountsKeysLedger from "./migrations/0001_accounts_keys_ledger.ts"
+import reservationsReceipts from "./migrations/0002_reservations_receipts.ts"
+import idempotencyKeys from "./migrations/0003_idempotency_keys.ts"
+import deploymentHealth from "./migrations/0004_deployment_health.ts"
+import receiptAttestation from "./migrations/0005_receipt_attestation.ts"
+import promptKeys from "./migrations/0006_prompt_keys.ts"
+import transcripts from "./migrations/0007_transcripts.ts"
+
+const migrate = Migrator.make({})({
+  loader: Migrator.fromRecord({
+    "0001_accounts_keys_ledger": accountsKeysLedger,
+    "0002_reservations_receipts": reservationsReceipts,
+    "0003_idempotency_keys": idempotencyKeys,
+    "0004_deployment_health": deploymentHealth,
+    "0005_receipt_attestation": receiptAttestation,
+    "0006_prompt_keys": promptKeys,
+    "0007_transcripts": transcripts
+  }),
+  table: "svc_migrations"
+})
+
+/** Any fixed number: the key of the advisory lock that makes starting processes migrate one at a time. */
+const MIGRATION_LOCK = 7_361_004
+
+// The Migrator creates its table before taking its own lock, so processes starting together on a
+// new PostgreSQL database could both try to create it. One connection of each process holds a
+// session advisory lock while that process migrates, so they migrate one after another. (Not
+// inside a transaction: the Migrator's existence check fails by design, which would abort it.)
+const migrateAlone = Effect.gen(function*() {
+  const { databaseUrl } = yield* AppConfig
+  // The embedded database has one process and one connection: nothing to wait for.
+  if (databaseUrl === undefined) return yield* migrate
+  const sql = yield* SqlClient.SqlClient
+  return yield* Effect.scoped(
+    Effect.gen(function*() {
+      const holder = yield* sql.reserve
+      yield* holder.executeRaw("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK])
+      yield* Effect.addFinalizer(() =>
+        holder.executeRaw("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK]).pipe(Effect.ignore)
+      )
+      return yield* migrate
+    })
+  )
+})
+
+export const MigrationsLive = Layer.effectDiscard(
+  migrateAlone.pipe(
+    Effect.tap((applied) =>
+      Effect.forEach(applied, ([id, name]) => Effect.logInfo(`migration ${id} ${name} applied`), { discard: true })
+    ),
+    Effect.orDie
+  )
+)
