@@ -38,6 +38,7 @@ import {
   type UpstreamCompletion,
   UpstreamFailure
 } from "../services/Providers.ts"
+import { NoOptions } from "../services/Registry.ts"
 import {
   arrayOf,
   errorKindOf,
@@ -520,6 +521,6 @@ const make = (provider: ProviderConfig, env: Readonly<Record<string, string | un
     return { complete, stream } satisfies ProviderAdapter
   })
 
-export const plugin: ProviderPlugin = { id: "anthropic", make }
+export const plugin: ProviderPlugin = { id: "anthropic", options: NoOptions, make }
 
 export const AnthropicPlugin = registerPlugin(plugin)

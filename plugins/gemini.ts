@@ -33,6 +33,7 @@ import {
   type UpstreamCompletion,
   UpstreamFailure
 } from "../services/Providers.ts"
+import { NoOptions } from "../services/Registry.ts"
 import {
   arrayOf,
   errorKindOf,
@@ -601,6 +602,6 @@ const make = (provider: ProviderConfig, env: Readonly<Record<string, string | un
     return { complete, stream, embed } satisfies ProviderAdapter
   })
 
-export const plugin: ProviderPlugin = { id: "gemini", make }
+export const plugin: ProviderPlugin = { id: "gemini", options: NoOptions, make }
 
 export const GeminiPlugin = registerPlugin(plugin)

@@ -14,6 +14,7 @@ import {
   type UpstreamCall,
   type UpstreamCompletion
 } from "../services/Providers.ts"
+import { NoOptions } from "../services/Registry.ts"
 import {
   arrayOf,
   errorKindOf,
@@ -248,6 +249,6 @@ const make = (provider: ProviderConfig, env: Readonly<Record<string, string | un
     return { complete, stream, embed } satisfies ProviderAdapter
   })
 
-export const plugin: ProviderPlugin = { id: "openai-compatible", make }
+export const plugin: ProviderPlugin = { id: "openai-compatible", options: NoOptions, make }
 
 export const OpenAiCompatiblePlugin = registerPlugin(plugin)

@@ -23,6 +23,7 @@ import {
   type UpstreamCall,
   UpstreamFailure
 } from "../services/Providers.ts"
+import { NoOptions } from "../services/Registry.ts"
 import { jsonSchemaSample } from "./support/jsonSchemaSample.ts"
 
 /** The sandbox model's tokenizer: runs of letters/digits, and every other non-space character alone. */
@@ -236,6 +237,7 @@ const adapter: ProviderAdapter = {
 
 export const plugin: ProviderPlugin = {
   id: "sandbox",
+  options: NoOptions,
   // It runs inside the gateway process and keeps nothing.
   privacyDefaults: { stores: false, logs: false, trains: false, operatorControlled: true },
   make: () => Effect.succeed(adapter)

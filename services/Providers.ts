@@ -4,10 +4,11 @@
  * Embeddings.ts);
  * its failures are `UpstreamFailure`s, never the upstream's own error types.
  */
-import { Context, Data, Effect, Layer, type Option, type Scope, type Stream } from "effect"
+import { Context, Data, type Effect, type Scope, type Stream } from "effect"
 import type { ChatChunk, ChatCompletion, ChatRequest } from "./Chat.ts"
 import type { ProviderConfig } from "./Config.ts"
 import type { EmbedCall, EmbedResult } from "./Embeddings.ts"
+import { type Plugin, registerIn, type Registry } from "./Registry.ts"
 
 /** Why an upstream call failed. `detail` is for operators' logs only: it may name the upstream. */
 export class UpstreamFailure extends Data.TaggedError("UpstreamFailure")<{
@@ -55,9 +56,8 @@ export interface ProviderAdapter {
 /** Privacy facts a plugin knows about itself, used when the config gives none. */
 export type PluginPrivacyDefaults = NonNullable<ProviderConfig["privacy"]>
 
-export interface ProviderPlugin {
-  /** The value of `plugin` in a provider's config entry. */
-  readonly id: string
+/** `id` is the value of `plugin` in a provider's config entry; `options` decodes the entry's `options`. */
+export interface ProviderPlugin<Options = any> extends Plugin<Options> {
   readonly privacyDefaults?: PluginPrivacyDefaults
   /** Builds the adapter for one provider entry; resources live as long as the scope. */
   readonly make: (
@@ -67,12 +67,7 @@ export interface ProviderPlugin {
 }
 
 /** Where provider plugins register themselves at start. */
-export class ProviderRegistry extends Context.Tag("svc/ProviderRegistry")<ProviderRegistry, {
-  readonly register: (plugin: ProviderPlugin) => Effect.Effect<void>
-  readonly get: (id: string) => Effect.Effect<Option.Option<ProviderPlugin>>
-  readonly ids: Effect.Effect<ReadonlyArray<string>>
-}>() {}
+export class ProviderRegistry extends Context.Tag("svc/ProviderRegistry")<ProviderRegistry, Registry<ProviderPlugin>>() {}
 
 /** The Layer a plugin file exports: registering `plugin` is all it does. */
-export const registerPlugin = (plugin: ProviderPlugin): Layer.Layer<never, never, ProviderRegistry> =>
-  Layer.effectDiscard(Effect.flatMap(ProviderRegistry, (registry) => registry.register(plugin)))
+export const registerPlugin = registerIn(ProviderRegistry)

@@ -4,10 +4,11 @@
  * can serve a request. A strategy is a plugin: one file that registers itself,
  * and the gateway tries the models in the order it returns.
  */
-import { Context, Effect, Layer, type Option } from "effect"
+import { Context } from "effect"
 import type { Model } from "./Catalogue.ts"
 import type { Capability } from "./Config.ts"
 import type { Nanos } from "./Money.ts"
+import { type Plugin, registerIn, type Registry } from "./Registry.ts"
 
 /** What the router knows of a request: enough to judge eligibility and to score models. */
 export interface RequestShape {
@@ -41,19 +42,14 @@ export interface Ranking {
   readonly reason: string
 }
 
-export interface RouterStrategy {
-  /** The router mode's name, as the request's `model`. */
-  readonly id: string
+/** `id` is the router mode's name, as the request's `model`. */
+export interface RouterStrategy<Options = any> extends Plugin<Options> {
   /** Orders the candidates (never empty), best first. */
   readonly rank: (candidates: ReadonlyArray<Candidate>, shape: RequestShape) => Ranking
 }
 
 /** Where strategy plugins register themselves at start. */
-export class RouterStrategies extends Context.Tag("svc/RouterStrategies")<RouterStrategies, {
-  readonly register: (strategy: RouterStrategy) => Effect.Effect<void>
-  readonly get: (id: string) => Option.Option<RouterStrategy>
-}>() {}
+export class RouterStrategies extends Context.Tag("svc/RouterStrategies")<RouterStrategies, Registry<RouterStrategy>>() {}
 
 /** The Layer a strategy file exports: registering `strategy` is all it does. */
-export const registerStrategy = (strategy: RouterStrategy): Layer.Layer<never, never, RouterStrategies> =>
-  Layer.effectDiscard(Effect.flatMap(RouterStrategies, (registry) => registry.register(strategy)))
+export const registerStrategy = registerIn(RouterStrategies)

@@ -89,7 +89,7 @@ describe("sandbox plugin", () => {
   it.effect("registers under its id with in-process privacy defaults", () =>
     Effect.gen(function*() {
       const registry = yield* ProviderRegistry
-      const found = yield* registry.get("sandbox")
+      const found = registry.get("sandbox")
       expect(Option.isSome(found)).toBe(true)
       expect(plugin.privacyDefaults).toEqual({ stores: false, logs: false, trains: false, operatorControlled: true })
     }).pipe(Effect.provide(Layer.provideMerge(SandboxPlugin, ProviderRegistryLive))))

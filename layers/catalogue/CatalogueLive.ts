@@ -78,9 +78,9 @@ export const CatalogueLive = Layer.scoped(
         return yield* new ConfigInvalid({ field: `${at}.id`, reason: `provider id "${provider.id}" is used twice` })
       }
       providerIds.add(provider.id)
-      const plugin = yield* registry.get(provider.plugin)
+      const plugin = registry.get(provider.plugin)
       if (Option.isNone(plugin)) {
-        const known = (yield* registry.ids).join(", ")
+        const known = registry.ids().join(", ")
         return yield* new ConfigInvalid({ field: `${at}.plugin`, reason: `unknown plugin "${provider.plugin}" (known: ${known})` })
       }
       const adapter = yield* plugin.value.make(provider, config.env).pipe(

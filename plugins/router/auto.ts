@@ -12,6 +12,7 @@
  * to the cheaper.
  */
 import { type Candidate, type RequestShape, registerStrategy, type RouterStrategy } from "../../services/Router.ts"
+import { NoOptions } from "../../services/Registry.ts"
 import { byCostThenQuality, costScale, latencyScale, qualityScale } from "./scoring.ts"
 
 type RequestClass = "demanding" | "standard" | "simple"
@@ -30,6 +31,7 @@ const WEIGHTS: Record<RequestClass, { quality: number; cost: number; latency: nu
 
 export const strategy: RouterStrategy = {
   id: "auto",
+  options: NoOptions,
   rank: (candidates, shape) => {
     const requestClass = classify(shape)
     const weights = WEIGHTS[requestClass]

@@ -4,6 +4,7 @@
  * come after measured ones, cheapest first (until traffic measures them).
  */
 import { type Candidate, registerStrategy, type RouterStrategy } from "../../services/Router.ts"
+import { NoOptions } from "../../services/Registry.ts"
 import { byCostThenQuality } from "./scoring.ts"
 
 const byLatency = (a: Candidate, b: Candidate) => {
@@ -16,6 +17,7 @@ const byLatency = (a: Candidate, b: Candidate) => {
 
 export const strategy: RouterStrategy = {
   id: "fast",
+  options: NoOptions,
   rank: (candidates) => {
     const order = [...candidates].sort(byLatency)
     return {
