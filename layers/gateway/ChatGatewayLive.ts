@@ -47,6 +47,7 @@ import { marginFloors, meetsFloor } from "../routing/marginFloor.ts"
 import { withOpenMessages } from "./requestMessages.ts"
 import { privacyAskOf } from "../privacy/privacyAsk.ts"
 import { chooseClass } from "../privacy/privacyClass.ts"
+import { candidateOf } from "../routing/candidates.ts"
 import { routeEvents } from "../routing/routeEvents.ts"
 import { planRoute, type RoutePlan } from "../routing/routePlan.ts"
 import { shapeOf } from "../routing/requestShape.ts"
@@ -123,19 +124,6 @@ export const ChatGatewayLive = Layer.effect(
     const floors = marginFloors(config.file.marginFloor)
     const policy = config.file.routing.retry
 
-    /** Expected time to a whole answer on the model's best measured deployment. */
-    const expectedLatencyMs = (model: Model, outputTokens: number): number | undefined => {
-      let best: number | undefined
-      for (const deployment of catalogue.deployments(model.id)) {
-        const view = health.view(deployment.id)
-        const expected = view.p50TtftMs !== undefined && view.tokensPerSecond !== undefined && view.tokensPerSecond > 0
-          ? view.p50TtftMs + (outputTokens / view.tokensPerSecond) * 1000
-          : view.p50LatencyMs
-        if (expected !== undefined && (best === undefined || expected < best)) best = expected
-      }
-      return best
-    }
-
     /** Records events of a call that leaves no receipt (those with one are written with it). */
     const recordWithoutReceipt = (principal: Principal, callEvents: ReadonlyArray<CallEvent>) =>
       Effect.flatMap(FiberRef.get(currentRequestId), (requestId) =>
@@ -186,11 +174,13 @@ export const ChatGatewayLive = Layer.effect(
         const inputTokens = pricing.countInput(request)
         const shape = shapeOf(request, inputTokens)
         const expectedOutput = shape.requestedOutput ?? EXPECTED_OUTPUT_TOKENS
-        const planned = yield* planRoute(request, shape, catalogue, strategies, (model) => ({
-          model,
-          expectedCost: pricing.amount(model.pricing, { inputTokens, outputTokens: expectedOutput }),
-          expectedLatencyMs: expectedLatencyMs(model, expectedOutput)
-        }))
+        const planned = yield* planRoute(
+          request,
+          shape,
+          catalogue,
+          strategies,
+          candidateOf(catalogue, health, pricing, inputTokens, expectedOutput)
+        )
 
         // The class promised: the one asked for when some planned model earns it; the strongest the
         // first model earns for `bestAvailable`, or when the caller allowed a lower class. Fallbacks
