@@ -20,6 +20,19 @@ export class UpstreamFailure extends Data.TaggedError("UpstreamFailure")<{
   readonly detail: string
 }> {}
 
+/**
+ * The plugin cannot express this request in its upstream's wire format (a
+ * content part, a tool choice or a field it has no translation for): nothing
+ * was sent, and the deployment is not to blame. `reason` is shown to the caller,
+ * so it names request fields, never prompt text.
+ */
+export class RequestNotTranslatable extends Data.TaggedError("RequestNotTranslatable")<{
+  readonly reason: string
+}> {}
+
+/** What an adapter call can fail with. */
+export type AdapterFailure = UpstreamFailure | RequestNotTranslatable
+
 /** A provider entry of the config that its plugin cannot work with. */
 export class ProviderConfigError extends Data.TaggedError("ProviderConfigError")<{
   /** Field path inside the provider entry, e.g. `baseUrl`. */
@@ -40,7 +53,7 @@ export interface UpstreamCompletion extends Omit<ChatCompletion, "usage"> {
 
 export interface ProviderAdapter {
   /** A whole completion. */
-  readonly complete: (call: UpstreamCall) => Effect.Effect<UpstreamCompletion, UpstreamFailure>
+  readonly complete: (call: UpstreamCall) => Effect.Effect<UpstreamCompletion, AdapterFailure>
   /**
    * A streamed completion. The effect succeeds once the upstream has accepted
    * the call (so a refusal can still become an HTTP error); closing the scope
@@ -48,9 +61,9 @@ export interface ProviderAdapter {
    */
   readonly stream: (
     call: UpstreamCall
-  ) => Effect.Effect<Stream.Stream<ChatChunk, UpstreamFailure>, UpstreamFailure, Scope.Scope>
+  ) => Effect.Effect<Stream.Stream<ChatChunk, UpstreamFailure>, AdapterFailure, Scope.Scope>
   /** Embeddings, one vector per input in input order; absent when the upstream serves none. */
-  readonly embed?: (call: EmbedCall) => Effect.Effect<EmbedResult, UpstreamFailure>
+  readonly embed?: (call: EmbedCall) => Effect.Effect<EmbedResult, AdapterFailure>
 }
 
 /** Privacy facts a plugin knows about itself, used when the config gives none. */

@@ -4,7 +4,7 @@ import { plugin } from "../plugins/anthropic.ts"
 import type { ChatChunk, ChatRequest } from "../services/Chat.ts"
 import type { ProviderConfig } from "../services/Config.ts"
 import type { UpstreamFailure } from "../services/Providers.ts"
-import { collectUntilFailure, providerConfigFor, textOf, upstreamCallFor, waitForAborts } from "./support/adapterHarness.ts"
+import { collectUntilFailure, providerConfigFor, textOf, upstreamCallFor, waitForAborts, upstreamFailureOf } from "./support/adapterHarness.ts"
 import {
   acquireFakeAnthropic,
   FAKE_SIGNATURE,
@@ -478,7 +478,7 @@ describe("anthropic plugin: failures", () => {
       upstream.behave({ status: 429, retryAfter: 7 })
       const error = yield* Effect.flip(adapter.complete(callWith()))
       expect(error).toMatchObject({ kind: "status", status: 429, retryAfterSeconds: 7 })
-      expect(error.detail).toContain("rate_limit_error")
+      expect(upstreamFailureOf(error).detail).toContain("rate_limit_error")
       expect(yield* Effect.flip(adapter.stream(callWith()))).toMatchObject({ kind: "status", status: 429, retryAfterSeconds: 7 })
     }))
 
@@ -489,8 +489,8 @@ describe("anthropic plugin: failures", () => {
       const error = yield* Effect.flip(adapter.complete(callWith({ messages: [{ role: "assistant", content: "hi" }] })))
       expect(error).toMatchObject({ kind: "status", status: 400 })
       // The log detail names the error kind, never its text (upstreams echo prompts in messages).
-      expect(error.detail).toContain("type=invalid_request_error")
-      expect(error.detail).not.toContain("roles must alternate")
+      expect(upstreamFailureOf(error).detail).toContain("type=invalid_request_error")
+      expect(upstreamFailureOf(error).detail).not.toContain("roles must alternate")
     }))
 
   it.scopedLive("maps headers that come too late to kind timeout", () =>

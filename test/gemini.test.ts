@@ -5,7 +5,7 @@ import { plugin } from "../plugins/gemini.ts"
 import type { ChatChunk, FunctionTool } from "../services/Chat.ts"
 import type { ProviderConfig } from "../services/Config.ts"
 import type { UpstreamCall, UpstreamCompletion } from "../services/Providers.ts"
-import { collectUntilFailure, providerConfigFor, upstreamCallFor, waitForAborts } from "./support/adapterHarness.ts"
+import { collectUntilFailure, providerConfigFor, upstreamCallFor, waitForAborts, upstreamFailureOf } from "./support/adapterHarness.ts"
 import {
   acquireFakeGemini,
   FAKE_MODEL_VERSION_SUFFIX,
@@ -169,7 +169,7 @@ describe("gemini plugin: requests", () => {
         messages: [{ role: "user", content: "x" }, { role: "tool", tool_call_id: "call_zz", content: "1" }]
       })))
       expect(unknownId).toMatchObject({ _tag: "UpstreamFailure", kind: "status", status: 400 })
-      expect(unknownId.detail).toContain("call_zz")
+      expect(upstreamFailureOf(unknownId).detail).toContain("call_zz")
       const badImage = yield* Effect.flip(adapter.stream(callWith({
         messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "ftp://example.com/a.png" } }] }]
       })).pipe(Effect.scoped))
@@ -532,8 +532,8 @@ describe("gemini plugin: failures", () => {
       const error = yield* Effect.flip(adapter.complete(callWith()))
       expect(error).toMatchObject({ _tag: "UpstreamFailure", kind: "status", status: 500 })
       // The log detail names the error kind, never its text (upstreams echo prompts in messages).
-      expect(error.detail).toContain("code=500")
-      expect(error.detail).not.toContain("fake gemini error")
+      expect(upstreamFailureOf(error).detail).toContain("code=500")
+      expect(upstreamFailureOf(error).detail).not.toContain("fake gemini error")
       expect(yield* Effect.flip(Effect.scoped(adapter.stream(callWith())))).toMatchObject({ kind: "status", status: 500 })
     }))
 

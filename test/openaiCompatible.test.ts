@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Deferred, Duration, Effect, Exit, Scope, Stream } from "effect"
 import { plugin } from "../plugins/openaiCompatible.ts"
 import type { ProviderConfig } from "../services/Config.ts"
-import { providerConfigFor, upstreamCallFor, waitForAborts } from "./support/adapterHarness.ts"
+import { providerConfigFor, upstreamCallFor, waitForAborts, upstreamFailureOf } from "./support/adapterHarness.ts"
 import { acquireFakeOpenAi, FAKE_FINGERPRINT, FAKE_PROVIDER_NAME } from "./support/fakeOpenAiUpstream.ts"
 import { freePort as freeLoopbackPort } from "./support/gatewayProcess.ts"
 
@@ -144,8 +144,8 @@ describe("openai-compatible plugin", () => {
       const completeError = yield* Effect.flip(adapter.complete(callWith()))
       expect(completeError).toMatchObject({ _tag: "UpstreamFailure", kind: "status", status: 429 })
       // The log detail names the error kind, never its text (upstreams echo prompts in messages).
-      expect(completeError.detail).toContain("type=fake_error")
-      expect(completeError.detail).not.toContain("fake upstream error")
+      expect(upstreamFailureOf(completeError).detail).toContain("type=fake_error")
+      expect(upstreamFailureOf(completeError).detail).not.toContain("fake upstream error")
       const streamError = yield* Effect.flip(adapter.stream(callWith()))
       expect(streamError).toMatchObject({ kind: "status", status: 429 })
     }))

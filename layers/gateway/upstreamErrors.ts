@@ -7,7 +7,7 @@
 import { Effect } from "effect"
 import { InvalidRequest, UpstreamError, UpstreamTimeout } from "../../services/ApiError.ts"
 import type { Deployment } from "../../services/Catalogue.ts"
-import type { UpstreamFailure } from "../../services/Providers.ts"
+import type { AdapterFailure, UpstreamFailure } from "../../services/Providers.ts"
 import { isRequestFault, type RoutesFailed } from "../routing/failover.ts"
 
 const logFailure = (deployment: string, failure: UpstreamFailure) =>
@@ -25,8 +25,10 @@ const refusedBy = (failure: UpstreamFailure) =>
 
 /** A failure of the route that is serving (a stream that broke after its first byte). */
 export const toApiError = (deployment: Deployment) =>
-(failure: UpstreamFailure): Effect.Effect<never, InvalidRequest | UpstreamError | UpstreamTimeout> =>
-  Effect.zipRight(
+(failure: AdapterFailure): Effect.Effect<never, InvalidRequest | UpstreamError | UpstreamTimeout> =>
+  failure._tag === "RequestNotTranslatable"
+    ? Effect.fail(new InvalidRequest({ message: `${deployment.model} cannot take this request: ${failure.reason}` }))
+    : Effect.zipRight(
     logFailure(deployment.id, failure),
     Effect.fail(
       failure.kind === "timeout"
@@ -47,6 +49,12 @@ export const routesFailedError = (
       discard: true
     })
     if (failed.refused !== undefined) return yield* refusedBy(failed.refused.failure)
+    const [untranslatable] = failed.untranslatable
+    if (untranslatable !== undefined && failed.failures.length === 0) {
+      return yield* new InvalidRequest({
+        message: `${untranslatable.target.model.id} cannot take this request: ${untranslatable.error.reason}`
+      })
+    }
     if (failed.attempts.length === 0) {
       return yield* new UpstreamError({
         message: "Every route for this request is recovering from failures; try again shortly."

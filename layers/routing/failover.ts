@@ -15,7 +15,7 @@ import { Duration, Effect, Either } from "effect"
 import type { Deployment, Model, Tier } from "../../services/Catalogue.ts"
 import type { RetrySettings } from "../../services/Config.ts"
 import type { Health } from "../../services/Health.ts"
-import type { UpstreamFailure } from "../../services/Providers.ts"
+import type { AdapterFailure, RequestNotTranslatable, UpstreamFailure } from "../../services/Providers.ts"
 
 export interface Target {
   readonly model: Model
@@ -39,6 +39,8 @@ export type RetryPolicy = RetrySettings
 export interface RoutesFailed {
   readonly attempts: ReadonlyArray<AttemptLog>
   readonly failures: ReadonlyArray<UpstreamFailure>
+  /** Routes whose plugin could not express the request (nothing was sent to them). */
+  readonly untranslatable: ReadonlyArray<{ readonly error: RequestNotTranslatable; readonly target: Target }>
   /** Set when the request itself was refused: the failure and the route that refused it. */
   readonly refused?: { readonly failure: UpstreamFailure; readonly target: Target }
 }
@@ -69,12 +71,13 @@ export const firstThatAnswers = <A, R>(
   targets: ReadonlyArray<Target>,
   policy: RetryPolicy,
   health: Health["Type"],
-  attempt: (target: Target, attemptNumber: number) => Effect.Effect<A, UpstreamFailure, R>,
+  attempt: (target: Target, attemptNumber: number) => Effect.Effect<A, AdapterFailure, R>,
   random: () => number = Math.random
 ): Effect.Effect<Answered<A>, RoutesFailed, R> =>
   Effect.gen(function*() {
     const attempts: Array<AttemptLog> = []
     const failures: Array<UpstreamFailure> = []
+    const untranslatable: Array<{ error: RequestNotTranslatable; target: Target }> = []
     // A call counts against a deployment's health once, however often it retried it.
     const blamed = new Set<string>()
     let pending: ReadonlyArray<{ readonly target: Target; readonly retryAfterMs: number }> = targets.map((target) => ({
@@ -95,6 +98,12 @@ export const firstThatAnswers = <A, R>(
           attempts.push({ ...log, outcome: "ok" })
           return { value: result.right, target, attempts, startedAt }
         }
+        if (result.left._tag === "RequestNotTranslatable") {
+          // Nothing was sent: not the deployment's fault, and another plugin may express the request.
+          attempts.push({ ...log, outcome: "error", failure: "not translatable" })
+          untranslatable.push({ error: result.left, target })
+          continue
+        }
         const failure = result.left
         failures.push(failure)
         attempts.push({
@@ -102,7 +111,7 @@ export const firstThatAnswers = <A, R>(
           outcome: failure.kind === "timeout" ? "timeout" : "error",
           failure: describeFailure(failure)
         })
-        if (isRequestFault(failure)) return yield* Effect.fail<RoutesFailed>({ attempts, failures, refused: { failure, target } })
+        if (isRequestFault(failure)) return yield* Effect.fail<RoutesFailed>({ attempts, failures, untranslatable, refused: { failure, target } })
         if (!blamed.has(target.deployment.id)) {
           blamed.add(target.deployment.id)
           yield* health.record({
@@ -121,5 +130,5 @@ export const firstThatAnswers = <A, R>(
       }
       pending = retry
     }
-    return yield* Effect.fail<RoutesFailed>({ attempts, failures })
+    return yield* Effect.fail<RoutesFailed>({ attempts, failures, untranslatable })
   })

@@ -5,7 +5,7 @@
 import { Effect, Stream } from "effect"
 import type { ChatChunk, ChatRequest } from "../../services/Chat.ts"
 import type { ProviderConfig } from "../../services/Config.ts"
-import type { UpstreamCall } from "../../services/Providers.ts"
+import type { AdapterFailure, UpstreamCall, UpstreamFailure } from "../../services/Providers.ts"
 
 /** A provider of this plugin at `baseUrl`, with a short timeout and no deployments. */
 export const providerConfigFor = (fixed: Pick<ProviderConfig, "id" | "plugin" | "apiKeyEnv">) =>
@@ -39,3 +39,9 @@ export const textOf = (chunks: ReadonlyArray<ChatChunk>) =>
 /** Resolves once the fake counted `count` client aborts, or fails after 3 s. */
 export const waitForAborts = (upstream: { waitForAborts: (n: number) => Promise<void> }, count: number) =>
   Effect.promise(() => upstream.waitForAborts(count)).pipe(Effect.timeout("3 seconds"))
+
+/** The failure an adapter call ended with, which must be the upstream's (not a translation refusal). */
+export const upstreamFailureOf = (failure: AdapterFailure): UpstreamFailure => {
+  if (failure._tag !== "UpstreamFailure") throw new Error(`expected an UpstreamFailure, got ${failure._tag}`)
+  return failure
+}
