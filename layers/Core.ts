@@ -9,6 +9,12 @@ import { Plugins } from "../plugins/index.ts"
 import { JwtAttestationVerifierLive } from "../plugins/attestation/jwt.ts"
 import { RouterModes } from "../plugins/router/index.ts"
 import { AccountsPg } from "./accounts/AccountsPg.ts"
+import { AdmissionLive } from "./admission/AdmissionLive.ts"
+import { BillingLive } from "./billing/BillingLive.ts"
+import { CallRecorderLive } from "./events/CallRecorderLive.ts"
+import { PrivacyPolicyLive } from "./privacy/PrivacyPolicyLive.ts"
+import { RoutePlannerLive } from "./routing/RoutePlannerLive.ts"
+import { UpstreamLive } from "./upstream/UpstreamLive.ts"
 import { ApiKeysPg } from "./accounts/ApiKeysPg.ts"
 import { AttestationLive } from "./privacy/AttestationLive.ts"
 import { CatalogueLive } from "./catalogue/CatalogueLive.ts"
@@ -47,6 +53,9 @@ export const coreWith = <E, R>(ledger: Layer.Layer<Ledger, E, R>) => {
     Layer.provideMerge(Storage)
   )
   return Layer.mergeAll(ChatGatewayLive, EmbeddingsGatewayLive).pipe(
+    // The call pipeline's stages (docs/architecture.md).
+    Layer.provideMerge(Layer.mergeAll(AdmissionLive, RoutePlannerLive)),
+    Layer.provideMerge(Layer.mergeAll(PrivacyPolicyLive, BillingLive, UpstreamLive, CallRecorderLive)),
     // Deployment health shared through the database: the router's breaker and the health report.
     Layer.provideMerge(Layer.mergeAll(HealthPg, HealthReportPg)),
     Layer.provideMerge(Money),

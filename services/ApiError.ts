@@ -1,11 +1,14 @@
 /**
- * The errors an API caller can see. Each class owns its HTTP status and default
- * `code`; on the wire every one of them is the contract's envelope
- * `{"error":{"code","message","param","request_id"}}`.
+ * The errors an API caller can see: one tagged error per fact. Each fact's
+ * HTTP status and `code` are declared once, in `FACTS` below; the one encoder
+ * (`Wire`) writes every one of them as the contract's envelope
+ * `{"error":{"code","message","param","request_id"}}`. Nothing else in the
+ * code base spells an error code.
  */
 import { HttpApiSchema } from "@effect/platform"
 import { Effect, FiberRef, ParseResult, Schema } from "effect"
 import { globalValue } from "effect/GlobalValue"
+import { PrivacyClass } from "./Config.ts"
 
 /** The id of the request being served (`req_...`); read when an error is encoded. */
 export const currentRequestId = globalValue(
@@ -13,70 +16,116 @@ export const currentRequestId = globalValue(
   () => FiberRef.unsafeMake<string | null>(null)
 )
 
-const fields = (defaultCode: string) => ({
-  code: Schema.optionalWith(Schema.String, { default: () => defaultCode }),
+/** What every error carries to the caller: the message and the request field at fault. */
+const Shown = {
   message: Schema.String,
   param: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null })
-})
+}
+/** Sent as the `Retry-After` header when set (not part of the body). */
+const RetryAfter = { retryAfterSeconds: Schema.optional(Schema.Int) }
 
-/** 400: malformed JSON, schema violation, unknown model, over-long input. */
-export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("InvalidRequest", fields("invalid_request")) {}
-/** 401: key missing, unknown, revoked or lacking the endpoint's scope. */
-export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", fields("unauthorized")) {}
-/** 402: the balance cannot cover the reserved estimate of the call. */
-export class InsufficientFunds extends Schema.TaggedError<InsufficientFunds>()(
-  "InsufficientFunds",
-  fields("insufficient_funds")
-) {}
-/** 403: a key uses a selector it may not use. */
-export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", fields("forbidden")) {}
-/** 404: unknown id, or an id of another account. */
-export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", fields("not_found")) {}
-/** 409: a reused idempotency reference or key with different content. */
-export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", fields("idempotency_conflict")) {}
-/** 413: request body over the configured limit. */
-export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()(
-  "PayloadTooLarge",
-  fields("payload_too_large")
-) {}
-/** 422: the privacy class asked for cannot be earned by the model (and no fallback to a lower one was allowed). */
-export class PrivacyUnavailable extends Schema.TaggedError<PrivacyUnavailable>()(
-  "PrivacyUnavailable",
-  fields("privacy_class_unavailable_for_model")
-) {}
-/** 500: a fault of ours; the message never carries internals. */
-export class InternalError extends Schema.TaggedError<InternalError>()("InternalError", fields("internal_error")) {}
-/** 503: no route may serve the call now (e.g. `margin_floor_violated`). */
-export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()(
-  "ServiceUnavailable",
-  {
-    ...fields("service_unavailable"),
-    /** Sent as the `Retry-After` header when set (not part of the body). */
-    retryAfterSeconds: Schema.optional(Schema.Int)
-  }
-) {}
-/** 502: every eligible route failed. */
-export class UpstreamError extends Schema.TaggedError<UpstreamError>()("UpstreamError", fields("upstream_error")) {}
-/** 504: every eligible route timed out. */
-export class UpstreamTimeout extends Schema.TaggedError<UpstreamTimeout>()(
-  "UpstreamTimeout",
-  fields("upstream_timeout")
-) {}
+/** Malformed JSON, schema violation, unknown model, a capability the model lacks, over-long input. */
+export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("InvalidRequest", Shown) {}
+/** The request cannot fit any eligible model's context. */
+export class ContextLengthExceeded extends Schema.TaggedError<ContextLengthExceeded>()("ContextLengthExceeded", Shown) {}
+/** The model's upstream refused the request as the caller's fault, or its plugin cannot express it. */
+export class RefusedByModel extends Schema.TaggedError<RefusedByModel>()("RefusedByModel", Shown) {}
+/** Key missing, unknown, revoked or lacking the endpoint's scope. */
+export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", Shown) {}
+/** The balance cannot cover the reserved estimate of the call. */
+export class InsufficientFunds extends Schema.TaggedError<InsufficientFunds>()("InsufficientFunds", Shown) {}
+/** A key uses a selector it may not use. */
+export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", Shown) {}
+/** Unknown id, or an id of another account. */
+export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", Shown) {}
+/** A reused idempotency reference or key with different content. */
+export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", Shown) {}
+/** Request body over the configured limit. */
+export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", Shown) {}
+/** The class asked for cannot be earned by the model, and no fallback to a lower one was allowed. */
+export class PrivacyClassUnavailable extends Schema.TaggedError<PrivacyClassUnavailable>()("PrivacyClassUnavailable", {
+  ...Shown,
+  /** For the `privacy.rejected` event (not part of the body). */
+  requested: Schema.optional(PrivacyClass)
+}) {}
+/** A fault of ours; the message never carries internals. */
+export class InternalError extends Schema.TaggedError<InternalError>()("InternalError", Shown) {}
+/** Every eligible route failed. */
+export class UpstreamError extends Schema.TaggedError<UpstreamError>()("UpstreamError", Shown) {}
+/** A part the gateway needs (its database) cannot be reached; nothing was sent upstream or charged. */
+export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()("ServiceUnavailable", {
+  ...Shown,
+  ...RetryAfter
+}) {}
+/** No confidential runtime of the model has a fresh, verified attestation now. */
+export class RuntimeUnavailable extends Schema.TaggedError<RuntimeUnavailable>()("RuntimeUnavailable", {
+  ...Shown,
+  ...RetryAfter,
+  /** For the `privacy.rejected` event (not part of the body): the class asked and why (an attestation refusal reason). */
+  requested: Schema.optional(PrivacyClass),
+  reason: Schema.optional(Schema.String)
+}) {}
+/** Every route of the model is below the margin floor of the class it would serve. */
+export class MarginFloorViolated extends Schema.TaggedError<MarginFloorViolated>()("MarginFloorViolated", Shown) {}
+/** Every eligible route timed out. */
+export class UpstreamTimeout extends Schema.TaggedError<UpstreamTimeout>()("UpstreamTimeout", Shown) {}
+
+const classes = [
+  InvalidRequest,
+  ContextLengthExceeded,
+  RefusedByModel,
+  Unauthorized,
+  InsufficientFunds,
+  Forbidden,
+  NotFound,
+  Conflict,
+  PayloadTooLarge,
+  PrivacyClassUnavailable,
+  InternalError,
+  UpstreamError,
+  ServiceUnavailable,
+  RuntimeUnavailable,
+  MarginFloorViolated,
+  UpstreamTimeout
+] as const
 
 /** Any error a caller can see. */
-export type ApiError =
-  | InvalidRequest
-  | Unauthorized
-  | InsufficientFunds
-  | Forbidden
-  | NotFound
-  | Conflict
-  | PayloadTooLarge
-  | PrivacyUnavailable
-  | InternalError
-  | UpstreamError
-  | ServiceUnavailable
-  | UpstreamTimeout
+export type ApiError = InstanceType<(typeof classes)[number]>
+
+/** Status and code of every fact: the one place they are declared. */
+export const FACTS = {
+  InvalidRequest: { status: 400, code: "invalid_request" },
+  ContextLengthExceeded: { status: 400, code: "context_length_exceeded" },
+  RefusedByModel: { status: 400, code: "invalid_request" },
+  Unauthorized: { status: 401, code: "unauthorized" },
+  InsufficientFunds: { status: 402, code: "insufficient_funds" },
+  Forbidden: { status: 403, code: "forbidden" },
+  NotFound: { status: 404, code: "not_found" },
+  Conflict: { status: 409, code: "idempotency_conflict" },
+  PayloadTooLarge: { status: 413, code: "payload_too_large" },
+  PrivacyClassUnavailable: { status: 422, code: "privacy_class_unavailable_for_model" },
+  InternalError: { status: 500, code: "internal_error" },
+  UpstreamError: { status: 502, code: "upstream_error" },
+  ServiceUnavailable: { status: 503, code: "service_unavailable" },
+  RuntimeUnavailable: { status: 503, code: "privacy_class_runtime_unavailable" },
+  MarginFloorViolated: { status: 503, code: "margin_floor_violated" },
+  UpstreamTimeout: { status: 504, code: "upstream_timeout" }
+} as const satisfies Record<ApiError["_tag"], { readonly status: number; readonly code: string }>
+
+/** Whether a value is one of the errors above. */
+export const isApiError = (value: unknown): value is ApiError =>
+  value instanceof Error && "_tag" in value && typeof value._tag === "string" && Object.hasOwn(FACTS, value._tag)
+
+/** HTTP status of an error a caller can see. */
+export const statusOf = (error: ApiError): number => FACTS[error._tag].status
+
+/** The `code` of an error a caller can see. */
+export const codeOf = (error: ApiError): string => FACTS[error._tag].code
+
+/** The contract's envelope of an error, as sent in a body or an SSE error frame. */
+export const envelopeOf = (error: ApiError, requestId: string | null) => ({
+  error: { code: codeOf(error), message: error.message, param: error.param ?? null, request_id: requestId }
+})
 
 /** The wire envelope shared by every error status. */
 export const ErrorEnvelope = Schema.Struct({
@@ -88,73 +137,52 @@ export const ErrorEnvelope = Schema.Struct({
   })
 }).annotations({ identifier: "ErrorEnvelope" })
 
-/** What each error means, for the API document. */
-const descriptions: Record<ApiError["_tag"], string> = {
-  InvalidRequest: "The request is malformed, does not match the schema, or names an unknown model",
-  Unauthorized: "The API key is missing, unknown, revoked, or lacks the endpoint's scope",
-  InsufficientFunds: "The credit balance cannot cover the reserved estimate of the call",
-  Forbidden: "The key may not use this selector",
-  NotFound: "No such resource for this account",
-  Conflict: "The idempotency reference or key was used before with different content",
-  PayloadTooLarge: "The request body is over the configured limit",
-  PrivacyUnavailable: "The requested privacy class cannot be earned by the model, and falling back to a lower class was not allowed",
-  InternalError: "A fault on our side",
-  UpstreamError: "Every eligible route failed",
-  ServiceUnavailable: "No route may serve the call now: below the margin floor, or its runtime is unavailable",
-  UpstreamTimeout: "Every eligible route timed out"
+type ErrorClass = (typeof classes)[number]
+
+// The envelope is the encoded side and the errors of one status the decoded side; the request id
+// is read from the fiber while the error is encoded. One wire schema per status keeps the API
+// document to one response per status.
+const onTheWire = <const C extends ReadonlyArray<ErrorClass>>(status: number, description: string, members: C) => {
+  const decoded = Schema.Union(...members) as unknown as Schema.Schema<InstanceType<C[number]>, any>
+  return Schema.transformOrFail(ErrorEnvelope, decoded, {
+    strict: false,
+    decode: ({ error }) => {
+      const member = members.find((errorClass) => FACTS[errorClass._tag].code === error.code) ?? members[0]!
+      return ParseResult.succeed({ _tag: member._tag, message: error.message, param: error.param })
+    },
+    encode: (error: any) => Effect.map(FiberRef.get(currentRequestId), (requestId) => envelopeOf(error, requestId))
+  }).annotations({ ...HttpApiSchema.annotations({ status }), description }) as any as Schema.Schema<
+    InstanceType<C[number]>,
+    unknown
+  >
 }
 
-/** HTTP status of each error class. */
-const statuses = {
-  InvalidRequest: 400,
-  Unauthorized: 401,
-  InsufficientFunds: 402,
-  Forbidden: 403,
-  NotFound: 404,
-  Conflict: 409,
-  PayloadTooLarge: 413,
-  PrivacyUnavailable: 422,
-  InternalError: 500,
-  UpstreamError: 502,
-  ServiceUnavailable: 503,
-  UpstreamTimeout: 504
-} as const satisfies Record<ApiError["_tag"], number>
-
-/** Whether a value is one of the errors above. */
-export const isApiError = (value: unknown): value is ApiError =>
-  value instanceof Error && "_tag" in value && typeof value._tag === "string" && Object.hasOwn(statuses, value._tag)
-
-/** HTTP status of an error a caller can see. */
-export const statusOf = (error: ApiError): number => statuses[error._tag]
-
-// The envelope is the encoded side and the error class the decoded side; the
-// request id is read from the fiber while the error is encoded.
-const onTheWire = <A extends ApiError>(errorClass: Schema.Schema<A, any> & { readonly _tag: A["_tag"] }) =>
-  Schema.transformOrFail(ErrorEnvelope, errorClass as Schema.Schema<A, any>, {
-    strict: false,
-    decode: ({ error }) =>
-      ParseResult.succeed({ _tag: errorClass._tag, code: error.code, message: error.message, param: error.param }),
-    encode: (error: any) =>
-      Effect.map(FiberRef.get(currentRequestId), (request_id) => ({
-        error: { code: error.code, message: error.message, param: error.param ?? null, request_id }
-      }))
-  }).annotations({
-    ...HttpApiSchema.annotations({ status: statuses[errorClass._tag] }),
-    description: descriptions[errorClass._tag]
-  }) as any as Schema.Schema<A, unknown>
-
-/** Wire schemas of the errors, for HttpApi declarations. */
+/** Wire schemas of the errors, one per status, for HttpApi declarations. */
 export const Wire = {
-  InvalidRequest: onTheWire(InvalidRequest),
-  Unauthorized: onTheWire(Unauthorized),
-  InsufficientFunds: onTheWire(InsufficientFunds),
-  Forbidden: onTheWire(Forbidden),
-  NotFound: onTheWire(NotFound),
-  Conflict: onTheWire(Conflict),
-  PayloadTooLarge: onTheWire(PayloadTooLarge),
-  PrivacyUnavailable: onTheWire(PrivacyUnavailable),
-  InternalError: onTheWire(InternalError),
-  UpstreamError: onTheWire(UpstreamError),
-  ServiceUnavailable: onTheWire(ServiceUnavailable),
-  UpstreamTimeout: onTheWire(UpstreamTimeout)
+  InvalidRequest: onTheWire(
+    400,
+    "The request is malformed, does not match the schema, or names an unknown model",
+    [InvalidRequest, ContextLengthExceeded, RefusedByModel]
+  ),
+  Unauthorized: onTheWire(401, "The API key is missing, unknown, revoked, or lacks the endpoint's scope", [Unauthorized]),
+  InsufficientFunds: onTheWire(402, "The credit balance cannot cover the reserved estimate of the call", [
+    InsufficientFunds
+  ]),
+  Forbidden: onTheWire(403, "The key may not use this selector", [Forbidden]),
+  NotFound: onTheWire(404, "No such resource for this account", [NotFound]),
+  Conflict: onTheWire(409, "The idempotency reference or key was used before with different content", [Conflict]),
+  PayloadTooLarge: onTheWire(413, "The request body is over the configured limit", [PayloadTooLarge]),
+  PrivacyClassUnavailable: onTheWire(
+    422,
+    "The requested privacy class cannot be earned by the model, and falling back to a lower class was not allowed",
+    [PrivacyClassUnavailable]
+  ),
+  InternalError: onTheWire(500, "A fault on our side", [InternalError]),
+  UpstreamError: onTheWire(502, "Every eligible route failed", [UpstreamError]),
+  ServiceUnavailable: onTheWire(
+    503,
+    "No route may serve the call now: below the margin floor, or its runtime is unavailable",
+    [ServiceUnavailable, RuntimeUnavailable, MarginFloorViolated]
+  ),
+  UpstreamTimeout: onTheWire(504, "Every eligible route timed out", [UpstreamTimeout])
 }

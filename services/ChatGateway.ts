@@ -5,26 +5,14 @@
  * served it.
  */
 import { Context, type Effect, type Scope, type Stream } from "effect"
-import type {
-  InsufficientFunds,
-  InvalidRequest,
-  PrivacyUnavailable,
-  ServiceUnavailable,
-  UpstreamError,
-  UpstreamTimeout
-} from "./ApiError.ts"
+import type { InsufficientFunds, RefusedByModel, UpstreamTimeout } from "./ApiError.ts"
 import type { Principal } from "./ApiKeys.ts"
 import type { ChatChunk, ChatCompletion, ChatRequest } from "./Chat.ts"
 import type { Receipt } from "./Ledger.ts"
+import type { PlanError } from "./RoutePlanner.ts"
 
 /** What a chat call can fail with. */
-export type ChatError =
-  | InvalidRequest
-  | InsufficientFunds
-  | PrivacyUnavailable
-  | ServiceUnavailable
-  | UpstreamError
-  | UpstreamTimeout
+export type ChatError = PlanError | InsufficientFunds | RefusedByModel | UpstreamTimeout
 
 export interface StreamedChat {
   /** Reserved before the call; the receipt exists once the stream has ended. */

@@ -11,7 +11,7 @@ import { ConfigLive } from "../layers/platform/ConfigLive.ts"
 import { Core } from "../layers/Core.ts"
 import { Accounts } from "../services/Accounts.ts"
 import { ApiKeys } from "../services/ApiKeys.ts"
-import { InvalidRequest, isApiError } from "../services/ApiError.ts"
+import { codeOf, InvalidRequest, isApiError } from "../services/ApiError.ts"
 import { ConfigInvalid } from "../services/Config.ts"
 import { SealedPrompts } from "../services/SealedPrompts.ts"
 import { AddCredits, CreateAccount, CreateKey } from "./api/Records.ts"
@@ -122,7 +122,7 @@ const svc = Command.make("svc").pipe(Command.withSubcommands([
 
 const lineOf = (error: unknown) =>
   isApiError(error)
-    ? `${error.code}: ${error.message}`
+    ? `${codeOf(error)}: ${error.message}`
     : error instanceof ConfigInvalid
     ? `invalid configuration: ${error.message}`
     : String(error instanceof Error ? error.message : error).split("\n")[0]

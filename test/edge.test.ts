@@ -1,7 +1,7 @@
 /** The edge's mapping of failures that are not ours into the caller's errors; defects never leak. */
 import { Cause, Effect, Logger, LogLevel } from "effect"
 import { describe, expect, it } from "vitest"
-import { InternalError, NotFound, PayloadTooLarge, UpstreamError } from "../services/ApiError.ts"
+import { codeOf, InternalError, NotFound, PayloadTooLarge, UpstreamError } from "../services/ApiError.ts"
 import { toApiError } from "../src/http/Edge.ts"
 
 const map = (cause: Cause.Cause<unknown>) =>
@@ -11,7 +11,7 @@ describe("edge error mapping", () => {
   it("turns a defect into a 500 that says nothing about it", async () => {
     const error = await map(Cause.die(new Error("secret stack detail at /srv/app.ts:12")))
     expect(error).toBeInstanceOf(InternalError)
-    expect(error.code).toBe("internal_error")
+    expect(codeOf(error)).toBe("internal_error")
     expect(error.message).not.toContain("secret")
   })
 

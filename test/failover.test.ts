@@ -1,7 +1,8 @@
 /** The failover loop on its own, with a recording double of the health service. */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, TestClock } from "effect"
-import { firstThatAnswers, type RetryPolicy, type Target } from "../layers/routing/failover.ts"
+import { firstThatAnswers, type RetryPolicy } from "../layers/upstream/failover.ts"
+import type { Target } from "../services/RoutePlanner.ts"
 import type { Deployment, Model } from "../services/Catalogue.ts"
 import type { Health, Outcome } from "../services/Health.ts"
 import { UpstreamFailure } from "../services/Providers.ts"

@@ -10,11 +10,9 @@ import { InvalidRequest } from "../../services/ApiError.ts"
 import type { ChatRequest } from "../../services/Chat.ts"
 import type { PrivacyClass } from "../../services/Config.ts"
 import { CLASS_RANK } from "../../services/Privacy.ts"
+import type { PrivacyAsk } from "../../services/PrivacyPolicy.ts"
 
-export interface PrivacyAsk {
-  readonly requested: PrivacyClass | "best_available"
-  readonly allowFallback: boolean
-}
+export type { PrivacyAsk }
 
 const LEGACY_MODES: Record<string, PrivacyClass> = {
   standard: "standard_route",

@@ -14,7 +14,7 @@
  * `invalid_request` naming what is missing.
  */
 import { Effect, Option } from "effect"
-import { InvalidRequest } from "../../services/ApiError.ts"
+import { ContextLengthExceeded, InvalidRequest } from "../../services/ApiError.ts"
 import type { Catalogue, Model } from "../../services/Catalogue.ts"
 import type { ChatRequest } from "../../services/Chat.ts"
 import type { Candidate, RequestShape, RouterStrategies } from "../../services/Router.ts"
@@ -29,13 +29,15 @@ export interface RoutePlan {
 const unknownModel = (id: string, param: string) =>
   new InvalidRequest({ message: `Unknown model "${id}"; GET /v1/models lists the models you can use.`, param })
 
-const refusal = (shape: RequestShape, rejected: ReadonlyArray<readonly [Model, Ineligible]>): InvalidRequest => {
+const refusal = (
+  shape: RequestShape,
+  rejected: ReadonlyArray<readonly [Model, Ineligible]>
+): InvalidRequest | ContextLengthExceeded => {
   const missing = rejected.flatMap(([, why]) => (why._tag === "missing" ? why.capabilities : []))
   if (missing.length === 0) {
     const needed = shape.inputTokens + (shape.requestedOutput ?? 0)
     const largest = Math.max(...rejected.map(([model]) => model.context))
-    return new InvalidRequest({
-      code: "context_length_exceeded",
+    return new ContextLengthExceeded({
       message: `This request needs ${needed} tokens of context (input plus requested output); ` +
         `the largest eligible context is ${largest}.`,
       param: "messages"
@@ -62,7 +64,7 @@ export const planRoute = (
   catalogue: Catalogue["Type"],
   strategies: RouterStrategies["Type"],
   candidateOf: (model: Model) => Candidate
-): Effect.Effect<RoutePlan, InvalidRequest> =>
+): Effect.Effect<RoutePlan, InvalidRequest | ContextLengthExceeded> =>
   Effect.gen(function*() {
     const mode = strategies.get(request.model)
     const listed = request.models ?? []

@@ -88,7 +88,7 @@ export const edgeMiddleware = (maxBodyBytes: number) =>
         Effect.catchAllCause((cause) =>
           Effect.flatMap(toApiError(maxBodyBytes)(cause), (error) =>
             Effect.zipRight(
-              error._tag === "ServiceUnavailable" && error.retryAfterSeconds !== undefined
+              "retryAfterSeconds" in error && error.retryAfterSeconds !== undefined
                 ? HttpApp.appendPreResponseHandler((_, response) =>
                   Effect.succeed(HttpServerResponse.setHeader(response, "retry-after", String(error.retryAfterSeconds)))
                 )

@@ -6,7 +6,7 @@
  */
 import { HttpServerResponse } from "@effect/platform"
 import { Effect, FiberRef, Stream } from "effect"
-import { type ApiError, currentRequestId } from "../../services/ApiError.ts"
+import { type ApiError, currentRequestId, envelopeOf } from "../../services/ApiError.ts"
 import type { ChatChunk } from "../../services/Chat.ts"
 
 const encoder = new TextEncoder()
@@ -15,7 +15,7 @@ const DONE = frame("[DONE]")
 
 const errorFrame = (error: ApiError) =>
   Effect.map(FiberRef.get(currentRequestId), (request_id) =>
-    frame(JSON.stringify({ error: { code: error.code, message: error.message, param: error.param, request_id } })))
+    frame(JSON.stringify(envelopeOf(error, request_id))))
 
 export const sseResponse = (chunks: Stream.Stream<ChatChunk, ApiError>) =>
   HttpServerResponse.stream(

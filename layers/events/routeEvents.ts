@@ -4,7 +4,7 @@
  * move to another attempt (from, to, why). They name models, never providers.
  */
 import type { CallEvent } from "../../services/Ledger.ts"
-import type { AttemptLog } from "./failover.ts"
+import type { AttemptLog } from "../../services/Upstream.ts"
 
 export const routeEvents = (attempts: ReadonlyArray<AttemptLog>, reason: string): ReadonlyArray<CallEvent> =>
   attempts.flatMap((attempt, i): Array<CallEvent> => {

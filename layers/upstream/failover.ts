@@ -12,47 +12,16 @@
  * a circuit by themselves).
  */
 import { Duration, Effect, Either } from "effect"
-import type { Deployment, Model, Tier } from "../../services/Catalogue.ts"
 import type { RetrySettings } from "../../services/Config.ts"
 import type { Health } from "../../services/Health.ts"
 import type { AdapterFailure, RequestNotTranslatable, UpstreamFailure } from "../../services/Providers.ts"
-
-export interface Target {
-  readonly model: Model
-  readonly deployment: Deployment
-}
-
-/** One attempt, for the receipt and the routing events (`deployment` is for operators only). */
-export interface AttemptLog {
-  readonly model: string
-  readonly tier: Tier
-  readonly deployment: string
-  readonly outcome: "ok" | "error" | "timeout"
-  readonly latencyMs: number
-  /** What went wrong, in words that name no provider (e.g. `status 503`, `timeout`). */
-  readonly failure?: string
-}
+import type { Target } from "../../services/RoutePlanner.ts"
+import type { Answered, AttemptLog, RoutesFailed } from "../../services/Upstream.ts"
 
 export type RetryPolicy = RetrySettings
 
-/** Every route failed (or none could be tried). */
-export interface RoutesFailed {
-  readonly attempts: ReadonlyArray<AttemptLog>
-  readonly failures: ReadonlyArray<UpstreamFailure>
-  /** Routes whose plugin could not express the request (nothing was sent to them). */
-  readonly untranslatable: ReadonlyArray<{ readonly error: RequestNotTranslatable; readonly target: Target }>
-  /** Set when the request itself was refused: the failure and the route that refused it. */
-  readonly refused?: { readonly failure: UpstreamFailure; readonly target: Target }
-}
-
-export interface Answered<A> {
-  readonly value: A
-  readonly target: Target
-  /** Every attempt, the successful last one included. */
-  readonly attempts: ReadonlyArray<AttemptLog>
-  /** When the successful attempt started (`performance.now()`). */
-  readonly startedAt: number
-}
+/** The attempt log's word for a route whose plugin could not express the request. */
+export const NOT_TRANSLATABLE = "not translatable"
 
 /** A refusal that another route would repeat: the request's own fault. */
 export const isRequestFault = (failure: UpstreamFailure) =>
@@ -100,7 +69,7 @@ export const firstThatAnswers = <A, R>(
         }
         if (result.left._tag === "RequestNotTranslatable") {
           // Nothing was sent: not the deployment's fault, and another plugin may express the request.
-          attempts.push({ ...log, outcome: "error", failure: "not translatable" })
+          attempts.push({ ...log, outcome: "error", failure: NOT_TRANSLATABLE })
           untranslatable.push({ error: result.left, target })
           continue
         }

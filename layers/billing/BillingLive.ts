@@ -1,0 +1,65 @@
+/**
+ * Billing on the ledger: a hold is a reservation against the caller's account
+ * (for the request being served), ended exactly once — settled into a receipt,
+ * or released when its scope closes first (a failed or abandoned call bills
+ * nothing). Prices and estimates come from `Pricing`.
+ */
+import { Effect, FiberRef, Layer } from "effect"
+import { currentRequestId } from "../../services/ApiError.ts"
+import { Billing, type Hold, type ServedCall } from "../../services/Billing.ts"
+import { Ids } from "../../services/Ids.ts"
+import { type Bill, Ledger } from "../../services/Ledger.ts"
+import { Pricing } from "../../services/Pricing.ts"
+
+export const BillingLive = Layer.effect(
+  Billing,
+  Effect.gen(function*() {
+    const ledger = yield* Ledger
+    const ids = yield* Ids
+    const pricing = yield* Pricing
+    /** Holds that were settled or released: each ends once. */
+    const ended = new WeakSet<Hold>()
+    const end = (hold: Hold) => {
+      if (ended.has(hold)) return false
+      ended.add(hold)
+      return true
+    }
+
+    const release = (hold: Hold) => Effect.suspend(() => (end(hold) ? ledger.release(hold.reservation) : Effect.void))
+
+    const billOf = (call: ServedCall): Bill => ({
+      endpoint: call.endpoint,
+      model: call.model.id,
+      tier: call.model.tier,
+      privacyClass: call.privacyClass,
+      usage: call.usage,
+      price: call.model.pricing,
+      cost: pricing.cost(call.model, call.deployment, call.usage),
+      attempts: call.attempts,
+      providerId: call.deployment.provider.id,
+      events: call.events ?? [],
+      ...(call.attestationVerdicts !== undefined ? { attestationVerdicts: call.attestationVerdicts } : {})
+    })
+
+    return Billing.of({
+      estimate: pricing.estimateFor,
+      hold: (principal, amount) =>
+        Effect.acquireRelease(
+          Effect.flatMap(FiberRef.get(currentRequestId), (requestId) =>
+            ledger.reserve({
+              // Keys of the billable scopes always belong to an account; only the operator's bootstrap key has none.
+              accountId: principal.accountId!,
+              requestId: requestId ?? ids.make("req"),
+              amount
+            })).pipe(Effect.map((reservation): Hold => ({ id: reservation.id, reservation }))),
+          release
+        ),
+      settle: (held, call) =>
+        Effect.suspend(() => {
+          if (!end(held)) return Effect.dieMessage(`hold ${held.id} settled after it ended`)
+          return ledger.settle(held.reservation, billOf(call))
+        }),
+      release
+    })
+  })
+)

@@ -1,0 +1,88 @@
+/**
+ * The end of a served chat call: its usage (the upstream's, else our own
+ * count), the bill settled from the hold with the call's events and verdict,
+ * and the call's text kept when its class and the operator's setting say so.
+ */
+import { Effect } from "effect"
+import type { AdmittedChat } from "../../services/Admission.ts"
+import type { Billing, Hold } from "../../services/Billing.ts"
+import type { CallRecorder } from "../../services/CallRecorder.ts"
+import type { Usage } from "../../services/Chat.ts"
+import type { Attempt, Receipt } from "../../services/Ledger.ts"
+import type { Pricing, TokenUsage } from "../../services/Pricing.ts"
+import type { UpstreamCompletion } from "../../services/Providers.ts"
+import type { Route } from "../../services/RoutePlanner.ts"
+import type { TranscriptCompletion, Transcripts } from "../../services/Transcripts.ts"
+import type { Answered, AttemptLog } from "../../services/Upstream.ts"
+
+const ENDPOINT = "/v1/chat/completions"
+
+export const fromUsage = (usage: Usage): TokenUsage => ({
+  inputTokens: usage.prompt_tokens,
+  outputTokens: usage.completion_tokens
+})
+
+/** What a kept transcript holds of a completion: its first choice's answer. */
+export const completionText = (completion: UpstreamCompletion): TranscriptCompletion => {
+  const message = completion.choices[0]?.message
+  return {
+    content: message?.content ?? null,
+    ...(message?.tool_calls !== undefined && message.tool_calls.length > 0 ? { tool_calls: message.tool_calls } : {})
+  }
+}
+
+/** Usage by our own count, for an upstream that reported none. */
+export const countedUsage = (pricing: Pricing["Type"], inputTokens: number, completion: UpstreamCompletion): Usage => {
+  let text = ""
+  for (const { message } of completion.choices) {
+    text += message.content ?? ""
+    for (const call of message.tool_calls ?? []) text += call.function.name + call.function.arguments
+  }
+  const generated = pricing.countText(text)
+  return { prompt_tokens: inputTokens, completion_tokens: generated, total_tokens: inputTokens + generated }
+}
+
+/** The receipt's view of an attempt. */
+const asAttempt = (log: AttemptLog): Attempt => ({
+  model: log.model,
+  outcome: log.outcome,
+  latencyMs: log.latencyMs,
+  deployment: log.deployment,
+  ...(log.failure !== undefined ? { failure: log.failure } : {})
+})
+
+/** Settles a served call: bills it from the hold, then keeps its text when its class allows. */
+export const settleChat = (
+  services: {
+    readonly billing: Billing["Type"]
+    readonly recorder: CallRecorder["Type"]
+    readonly transcripts: Transcripts["Type"]
+  },
+  call: { readonly admitted: AdmittedChat; readonly route: Route; readonly hold: Hold },
+  answered: Answered<unknown>,
+  served: { readonly usage: TokenUsage; readonly attempts: ReadonlyArray<AttemptLog>; readonly completion: TranscriptCompletion }
+): Effect.Effect<Receipt> => {
+  const { admitted, hold, route } = call
+  const { deployment, model } = answered.target
+  const verdict = route.privacy.verdictOf(deployment.id)
+  return services.billing.settle(hold, {
+    endpoint: ENDPOINT,
+    model,
+    deployment,
+    usage: served.usage,
+    attempts: served.attempts.map(asAttempt),
+    privacyClass: route.privacy.served,
+    events: services.recorder.receiptEvents(route, served.attempts),
+    ...(verdict !== undefined ? { attestationVerdicts: [verdict] } : {})
+  }).pipe(
+    Effect.tap((receipt) =>
+      services.transcripts.keep({
+        receiptId: receipt.id,
+        accountId: receipt.accountId,
+        servedClass: route.privacy.served,
+        messages: admitted.request.messages,
+        completion: served.completion
+      })
+    )
+  )
+}

@@ -1,0 +1,95 @@
+/**
+ * The gateway's pass over a streamed answer, one synchronous pass per pulled
+ * batch of chunks (cheaper than an effect per frame): every chunk relabelled
+ * with our completion id and the catalogue model; the usage chunk dropped
+ * unless the caller asked for usage (adapters always report it); the privacy
+ * block on the final chunk — the usage chunk when the caller asked for usage,
+ * else the one with the finish reason, else a last chunk of its own — and a
+ * tally of what billing needs: the reported usage, or the generated text to
+ * count, and the answer's text when a transcript keeps it.
+ */
+import { Chunk, Clock, Effect, Stream } from "effect"
+import type { ChatChunk, Usage } from "../../services/Chat.ts"
+import type { PrivacyBlock } from "../../services/Privacy.ts"
+import type { UpstreamFailure } from "../../services/Providers.ts"
+
+export interface RelayOptions {
+  readonly id: string
+  readonly model: string
+  readonly privacy: PrivacyBlock
+  /** The caller set `stream_options.include_usage`. */
+  readonly wantsUsage: boolean
+  /** The call's text is kept (a transcript): gather the answer's content. */
+  readonly keepsText: boolean
+}
+
+/** Text a chunk adds to the answer, for counting when the upstream reports no usage. */
+const generatedText = (chunk: ChatChunk) => {
+  let text = ""
+  for (const choice of chunk.choices) {
+    text += choice.delta.content ?? ""
+    for (const call of choice.delta.tool_calls ?? []) text += (call.function?.name ?? "") + (call.function?.arguments ?? "")
+  }
+  return text
+}
+
+export class StreamRelay {
+  /** The upstream's usage, when it reported one. */
+  reported: Usage | undefined
+  /** Everything generated so far (content and tool calls), for our own count. */
+  generated = ""
+  /** The answer's content, gathered only when `keepsText`. */
+  content = ""
+  /** How the upstream stream failed, if it did. */
+  failure: UpstreamFailure | undefined
+  private privacySent = false
+
+  constructor(private readonly options: RelayOptions) {}
+
+  /** The relayed stream; a failure is noted, then handed to `onFailure` for the caller's error. */
+  relay<E>(
+    chunks: Stream.Stream<ChatChunk, UpstreamFailure>,
+    onFailure: (failure: UpstreamFailure) => Effect.Effect<never, E>
+  ): Stream.Stream<ChatChunk, E> {
+    return chunks.pipe(
+      Stream.mapChunks((pulled) => this.pass(pulled)),
+      Stream.concat(Stream.suspend(() => (this.privacySent ? Stream.empty : Stream.fromEffect(this.closingChunk)))),
+      Stream.catchAll((failure) => {
+        this.failure = failure
+        return Stream.fromEffect(onFailure(failure))
+      })
+    )
+  }
+
+  private pass(pulled: Chunk.Chunk<ChatChunk>): Chunk.Chunk<ChatChunk> {
+    const { id, keepsText, model, privacy, wantsUsage } = this.options
+    const out: Array<ChatChunk> = []
+    for (const chunk of pulled) {
+      if (chunk.usage) this.reported = chunk.usage
+      this.generated += generatedText(chunk)
+      if (keepsText) this.content += chunk.choices[0]?.delta.content ?? ""
+      if (!wantsUsage && chunk.choices.length === 0) continue
+      const final = wantsUsage ? chunk.usage != null : chunk.choices.some((choice) => choice.finish_reason !== null)
+      if (!final || this.privacySent) {
+        out.push({ ...chunk, id, model })
+      } else {
+        this.privacySent = true
+        out.push({ ...chunk, id, model, privacy })
+      }
+    }
+    return Chunk.unsafeFromArray(out)
+  }
+
+  /** A last chunk of its own for the privacy block, when no chunk was final. */
+  private get closingChunk(): Effect.Effect<ChatChunk> {
+    const { id, model, privacy } = this.options
+    return Effect.map(Clock.currentTimeMillis, (now) => ({
+      id,
+      object: "chat.completion.chunk" as const,
+      created: Math.floor(now / 1000),
+      model,
+      choices: [],
+      privacy
+    }))
+  }
+}

@@ -1,0 +1,56 @@
+/**
+ * The end of a streamed chat call, however it ended (done, failed after its
+ * first chunk, or the client left): the serving attempt's health, then the
+ * bill for what was generated — the upstream's usage when it reported one,
+ * else our own count of what reached us. A stream that failed before anything
+ * was generated bills nothing: its hold is released.
+ */
+import { Effect } from "effect"
+import type { Pricing } from "../../services/Pricing.ts"
+import type { Upstream } from "../../services/Upstream.ts"
+import type { Answered } from "../../services/Upstream.ts"
+import { fromUsage, settleChat } from "./chatSettlement.ts"
+import type { StreamRelay } from "./streamRelay.ts"
+
+type SettleServices = Parameters<typeof settleChat>[0] & {
+  readonly upstream: Upstream["Type"]
+  readonly pricing: Pricing["Type"]
+}
+
+export const settleStream = (
+  services: SettleServices,
+  call: Parameters<typeof settleChat>[1],
+  answered: Answered<unknown>,
+  relay: StreamRelay,
+  firstChunkMs: number
+): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const latencyMs = Math.round(performance.now() - answered.startedAt)
+    const { failure, generated, reported } = relay
+    const last = answered.attempts.length - 1
+    const attempts = answered.attempts.map((attempt, i) =>
+      i < last ? attempt : {
+        ...attempt,
+        latencyMs,
+        ...(failure !== undefined
+          ? { outcome: failure.kind === "timeout" ? "timeout" as const : "error" as const, failure: failure.kind }
+          : {})
+      }
+    )
+    const usage = reported !== undefined
+      ? fromUsage(reported)
+      : { inputTokens: call.admitted.inputTokens, outputTokens: services.pricing.countText(generated) }
+    const recorded = services.upstream.served(
+      answered,
+      failure === undefined
+        ? { ok: true, latencyMs, outputTokens: usage.outputTokens, ttftMs: Math.round(firstChunkMs) }
+        : { ok: false, latencyMs, failure }
+    )
+    if (reported === undefined && generated === "" && failure !== undefined) {
+      return Effect.zipRight(recorded, services.billing.release(call.hold))
+    }
+    return Effect.zipRight(
+      recorded,
+      Effect.asVoid(settleChat(services, call, answered, { usage, attempts, completion: { content: relay.content } }))
+    )
+  })

@@ -1,0 +1,48 @@
+/**
+ * Calling upstreams with failover (failover.ts) under the configured retry
+ * policy and the shared deployment health; streams open on their first chunk
+ * with content (openStream.ts).
+ */
+import { Effect, Layer } from "effect"
+import { AppConfig } from "../../services/Config.ts"
+import { Health } from "../../services/Health.ts"
+import { Upstream } from "../../services/Upstream.ts"
+import { firstThatAnswers } from "./failover.ts"
+import { openStream } from "./openStream.ts"
+
+export const UpstreamLive = Layer.effect(
+  Upstream,
+  Effect.gen(function*() {
+    const health = yield* Health
+    const policy = (yield* AppConfig).file.routing.retry
+
+    return Upstream.of({
+      complete: (targets, request) =>
+        firstThatAnswers(targets, policy, health, ({ deployment }) =>
+          deployment.adapter.complete({ request, upstreamModel: deployment.upstreamModel })),
+      stream: (targets, request) =>
+        Effect.flatMap(Effect.scope, (scope) => firstThatAnswers(targets, policy, health, openStream(request, scope))),
+      served: ({ attempts, target }, outcome) =>
+        health.record(
+          outcome.ok
+            ? {
+              deployment: target.deployment.id,
+              model: target.model.id,
+              ok: true,
+              latencyMs: outcome.latencyMs,
+              outputTokens: outcome.outputTokens,
+              attempt: attempts.length,
+              ...(outcome.ttftMs !== undefined ? { ttftMs: outcome.ttftMs } : {})
+            }
+            : {
+              deployment: target.deployment.id,
+              model: target.model.id,
+              ok: false,
+              failure: outcome.failure.kind,
+              latencyMs: outcome.latencyMs,
+              attempt: attempts.length
+            }
+        )
+    })
+  })
+)

@@ -1,0 +1,48 @@
+/**
+ * Billing of one call: hold an estimate before it, then settle the hold at
+ * actual usage (charge, ledger entry and receipt in one transaction) or
+ * release it. A hold ends exactly once: settled, released, or, if its process
+ * dies, expired by the reservation sweeper. A hold taken in a scope is
+ * released when the scope closes unless it was settled first.
+ */
+import { Context, type Effect, type Scope } from "effect"
+import type { InsufficientFunds } from "./ApiError.ts"
+import type { Principal } from "./ApiKeys.ts"
+import type { Deployment, Model } from "./Catalogue.ts"
+import type { PrivacyClass } from "./Config.ts"
+import type { Attempt, CallEvent, Receipt, Reservation } from "./Ledger.ts"
+import type { Nanos } from "./Money.ts"
+import type { Estimate, TokenUsage } from "./Pricing.ts"
+
+/** Money held for a call in flight. */
+export interface Hold {
+  /** Also the id of the receipt the call will get. */
+  readonly id: string
+  readonly reservation: Reservation
+}
+
+/** What a served call is billed for, before the amounts are worked out. */
+export interface ServedCall {
+  readonly endpoint: string
+  readonly model: Model
+  readonly deployment: Deployment
+  readonly usage: TokenUsage
+  readonly attempts: ReadonlyArray<Attempt>
+  readonly privacyClass: PrivacyClass
+  readonly events?: ReadonlyArray<CallEvent>
+  readonly attestationVerdicts?: ReadonlyArray<string>
+}
+
+export class Billing extends Context.Tag("svc/Billing")<Billing, {
+  /**
+   * The estimate for a call: `inputTokens` plus the requested output (else the default allowance,
+   * never more than the context leaves) at the model's price.
+   */
+  readonly estimate: (model: Model, inputTokens: number, requestedOutput: number | undefined) => Estimate
+  /** Holds `amount` for the caller's call until the scope closes; fails when the available balance cannot cover it. */
+  readonly hold: (principal: Principal, amount: Nanos) => Effect.Effect<Hold, InsufficientFunds, Scope.Scope>
+  /** Settles the hold: the receipt of the call. A hold that already ended is a defect. */
+  readonly settle: (hold: Hold, call: ServedCall) => Effect.Effect<Receipt>
+  /** Releases the hold without charging (the call failed). A hold that already ended is left as it is. */
+  readonly release: (hold: Hold) => Effect.Effect<void>
+}>() {}
