@@ -1,0 +1,114 @@
+/**
+ * Building blocks for unit tests of the call pipeline without a server or a
+ * database: models and deployments as values, and adapters that answer from a
+ * script (a completion, a stream of text, or a failure per call) and record
+ * what they were asked.
+ */
+import { Effect, Stream } from "effect"
+import type { Deployment, Model } from "../../services/Catalogue.ts"
+import type { ChatChunk, ChatRequest } from "../../services/Chat.ts"
+import type { PrivacyClass, ProviderPrivacy } from "../../services/Config.ts"
+import type { Nanos } from "../../services/Money.ts"
+import type { AdapterFailure, ProviderAdapter, UpstreamCompletion } from "../../services/Providers.ts"
+
+/** Nano-dollars per million tokens from a USD figure such as 1.5. */
+export const usd = (dollars: number): Nanos => BigInt(Math.round(dollars * 1e9))
+
+export const testModel = (id: string, overrides: Partial<Model> = {}): Model => ({
+  id,
+  name: id,
+  context: 32_000,
+  pricing: { input: usd(1), output: usd(2) },
+  modalities: ["text"],
+  capabilities: ["chat", "streaming", "tools"],
+  supportedParameters: [],
+  quality: 0.5,
+  tier: "third_party",
+  privacyClasses: ["standard_route"],
+  ...overrides
+})
+
+/** One scripted answer: a whole completion's text, a stream of text pieces, or a failure. */
+export type Scripted =
+  | { readonly text: string; readonly usage?: { readonly input: number; readonly output: number } }
+  | { readonly pieces: ReadonlyArray<string>; readonly usage?: { readonly input: number; readonly output: number } }
+  | { readonly fail: AdapterFailure }
+
+const completionOf = (model: string, text: string, usage?: { input: number; output: number }): UpstreamCompletion => ({
+  id: "upstream-id",
+  object: "chat.completion",
+  created: 0,
+  model,
+  choices: [{ index: 0, message: { role: "assistant", content: text }, finish_reason: "stop" }],
+  ...(usage !== undefined
+    ? { usage: { prompt_tokens: usage.input, completion_tokens: usage.output, total_tokens: usage.input + usage.output } }
+    : {})
+})
+
+const chunkOf = (model: string, content: string | undefined, finish: "stop" | null, usage?: { input: number; output: number }): ChatChunk => ({
+  id: "upstream-id",
+  object: "chat.completion.chunk",
+  created: 0,
+  model,
+  choices: usage !== undefined ? [] : [{ index: 0, delta: content !== undefined ? { content } : {}, finish_reason: finish }],
+  ...(usage !== undefined
+    ? { usage: { prompt_tokens: usage.input, completion_tokens: usage.output, total_tokens: usage.input + usage.output } }
+    : {})
+})
+
+/** An adapter answering each call with the next scripted answer (the last one repeats). */
+export const scriptedAdapter = (script: ReadonlyArray<Scripted>) => {
+  const calls: Array<ChatRequest> = []
+  const next = () => script[Math.min(calls.length - 1, script.length - 1)]!
+  const adapter: ProviderAdapter = {
+    complete: ({ request, upstreamModel }) =>
+      Effect.suspend(() => {
+        calls.push(request)
+        const answer = next()
+        if ("fail" in answer) return Effect.fail(answer.fail)
+        const text = "text" in answer ? answer.text : answer.pieces.join("")
+        return Effect.succeed(completionOf(upstreamModel, text, answer.usage))
+      }),
+    stream: ({ request, upstreamModel }) =>
+      Effect.suspend(() => {
+        calls.push(request)
+        const answer = next()
+        if ("fail" in answer) return Effect.fail(answer.fail)
+        const pieces = "pieces" in answer ? answer.pieces : [answer.text]
+        const chunks = [
+          ...pieces.map((piece) => chunkOf(upstreamModel, piece, null)),
+          chunkOf(upstreamModel, undefined, "stop"),
+          ...(answer.usage !== undefined ? [chunkOf(upstreamModel, undefined, null, answer.usage)] : [])
+        ]
+        return Effect.succeed(Stream.fromIterable(chunks))
+      })
+  }
+  return { adapter, calls }
+}
+
+const openPolicy: ProviderPrivacy = { stores: true, logs: true, trains: true, operatorControlled: false }
+
+export const testDeployment = (
+  model: Model,
+  id: string,
+  options: {
+    readonly adapter: ProviderAdapter
+    readonly cost?: { readonly input: Nanos; readonly output: Nanos }
+    readonly classes?: ReadonlyArray<PrivacyClass>
+    readonly policy?: ProviderPrivacy
+  }
+): Deployment => ({
+  id,
+  model: model.id,
+  provider: { id: id.split("/")[0]!, plugin: "scripted", timeoutMs: 1000, deployments: [] },
+  upstreamModel: `upstream-${model.id}`,
+  cost: options.cost ?? { input: usd(0.5), output: usd(1) },
+  privacyClasses: options.classes ?? ["standard_route"],
+  policy: options.policy ?? openPolicy,
+  weight: 1,
+  adapter: options.adapter
+})
+
+/** A chat request with one user message. */
+export const chatRequest = (overrides: Partial<ChatRequest> = {}): ChatRequest =>
+  ({ model: "svc/a", messages: [{ role: "user", content: "hello pipeline" }], ...overrides }) as ChatRequest
