@@ -4,10 +4,11 @@
  * script (a completion, a stream of text, or a failure per call) and record
  * what they were asked.
  */
-import { Effect, Stream } from "effect"
+import { Effect, Either, Stream } from "effect"
+import { parseConfigFile } from "../../layers/platform/ConfigLive.ts"
 import type { Deployment, Model } from "../../services/Catalogue.ts"
 import type { ChatChunk, ChatRequest } from "../../services/Chat.ts"
-import type { PrivacyClass, ProviderPrivacy } from "../../services/Config.ts"
+import type { AppConfigShape, PrivacyClass, ProviderPrivacy } from "../../services/Config.ts"
 import type { Nanos } from "../../services/Money.ts"
 import type { AdapterFailure, ProviderAdapter, UpstreamCompletion } from "../../services/Providers.ts"
 
@@ -112,3 +113,16 @@ export const testDeployment = (
 /** A chat request with one user message. */
 export const chatRequest = (overrides: Partial<ChatRequest> = {}): ChatRequest =>
   ({ model: "svc/a", messages: [{ role: "user", content: "hello pipeline" }], ...overrides }) as ChatRequest
+
+/** The whole configuration from a config file's JSON (decoded as at start), for layers that read `AppConfig`. */
+export const testConfig = (file: unknown = {}): AppConfigShape => ({
+  file: Either.getOrThrow(parseConfigFile(file)),
+  providers: [],
+  host: "127.0.0.1",
+  port: 0,
+  databaseUrl: undefined,
+  dataDir: "/nonexistent",
+  redisUrl: undefined,
+  adminKey: undefined,
+  env: {}
+})
