@@ -1,0 +1,132 @@
+/**
+ * The billing stage on its own, over a ledger double that records what it is
+ * asked: a hold ends exactly once — settled, or released when its scope
+ * closes first (failure, interruption, a stream never pulled) — and the bill
+ * it settles carries the customer price, the upstream cost and their margin.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Exit, Fiber, Layer, Scope } from "effect"
+import { BillingLive } from "../layers/billing/BillingLive.ts"
+import { PricingLive } from "../layers/billing/PricingLive.ts"
+import { IdsLive } from "../layers/platform/IdsLive.ts"
+import { Billing, type ServedCall } from "../services/Billing.ts"
+import { InsufficientFunds } from "../services/ApiError.ts"
+import { type Bill, Ledger, receiptOf, type Reservation } from "../services/Ledger.ts"
+import { scriptedAdapter, testDeployment, testModel, usd } from "./support/pipeline.ts"
+
+const principal = { keyId: "key_1", accountId: "acct_1", scopes: ["chat" as const] }
+const model = testModel("svc/m", { pricing: { input: usd(3), output: usd(6) } })
+const deployment = testDeployment(model, "p/0", {
+  adapter: scriptedAdapter([{ text: "x" }]).adapter,
+  cost: { input: usd(1), output: usd(2) }
+})
+const served: ServedCall = {
+  endpoint: "/v1/chat/completions",
+  model,
+  deployment,
+  usage: { inputTokens: 1000, outputTokens: 500 },
+  attempts: [{ model: model.id, outcome: "ok", latencyMs: 5 }],
+  privacyClass: "standard_route"
+}
+
+/** A ledger that records every reserve, settle and release; `available` below an amount refuses it. */
+const recordingLedger = (available = usd(100)) => {
+  const log: Array<string> = []
+  const bills: Array<Bill> = []
+  let next = 0
+  const ledger: Ledger["Type"] = {
+    reserve: ({ accountId, amount, requestId }) =>
+      Effect.suspend(() => {
+        if (amount > available) return Effect.fail(new InsufficientFunds({ message: "no" }))
+        const reservation: Reservation = { id: `rcpt_${++next}`, accountId, requestId, amount, reservedAt: new Date(0) }
+        log.push(`reserve ${reservation.id}`)
+        return Effect.succeed(reservation)
+      }),
+    settle: (reservation, bill) =>
+      Effect.sync(() => {
+        log.push(`settle ${reservation.id}`)
+        bills.push(bill)
+        return receiptOf(reservation, bill, {
+          total: bill.cost.total,
+          balanceAfter: 0n,
+          createdAt: new Date(0),
+          settledAt: new Date(0)
+        })
+      }),
+    release: (reservation) => Effect.sync(() => void log.push(`release ${reservation.id}`)),
+    sweepExpired: Effect.succeed(0),
+    receipt: () => Effect.die("not used")
+  }
+  return { layer: Layer.succeed(Ledger, ledger), log, bills }
+}
+
+const withBilling = <A, E>(ledger: ReturnType<typeof recordingLedger>, run: Effect.Effect<A, E, Billing>) =>
+  run.pipe(Effect.provide(BillingLive.pipe(Layer.provide(Layer.mergeAll(ledger.layer, IdsLive, PricingLive)))))
+
+describe("billing stage", () => {
+  it.effect("a settled hold is charged once and not released when its scope closes", () => {
+    const ledger = recordingLedger()
+    return withBilling(
+      ledger,
+      Effect.gen(function*() {
+        const billing = yield* Billing
+        const receipt = yield* Effect.scoped(
+          Effect.flatMap(billing.hold(principal, usd(0.01)), (hold) => billing.settle(hold, served))
+        )
+        expect(ledger.log).toEqual(["reserve rcpt_1", "settle rcpt_1"])
+        // (1000 × $3 + 500 × $6) per million tokens = $0.006 to the customer; (1000 × $1 + 500 × $2) upstream.
+        expect(receipt.cost).toEqual({ total: 6_000_000n, upstream: 2_000_000n, margin: 4_000_000n })
+        expect(ledger.bills[0]).toMatchObject({ providerId: "p", tier: "third_party", events: [] })
+      })
+    )
+  })
+
+  it.effect("a hold whose call failed or was interrupted is released once, and a settle after that is a defect", () => {
+    const ledger = recordingLedger()
+    return withBilling(
+      ledger,
+      Effect.gen(function*() {
+        const billing = yield* Billing
+        const failed = yield* Effect.exit(Effect.scoped(Effect.zipRight(billing.hold(principal, 1n), Effect.fail("upstream"))))
+        expect(Exit.isFailure(failed)).toBe(true)
+        const fiber = yield* Effect.fork(Effect.scoped(Effect.zipRight(billing.hold(principal, 1n), Effect.never)))
+        yield* Effect.yieldNow()
+        yield* Fiber.interrupt(fiber)
+        expect(ledger.log).toEqual(["reserve rcpt_1", "release rcpt_1", "reserve rcpt_2", "release rcpt_2"])
+
+        const scope = yield* Scope.make()
+        const hold = yield* Scope.extend(billing.hold(principal, 1n), scope)
+        yield* billing.release(hold)
+        yield* billing.release(hold)
+        yield* Scope.close(scope, Exit.void)
+        expect(ledger.log.filter((line) => line === "release rcpt_3")).toHaveLength(1)
+        const late = yield* Effect.exit(billing.settle(hold, served))
+        expect(Exit.isFailure(late) && Exit.causeOption(late)._tag === "Some").toBe(true)
+        expect(ledger.log).not.toContain("settle rcpt_3")
+      })
+    )
+  })
+
+  it.effect("refuses a hold the balance cannot cover, holding nothing", () => {
+    const ledger = recordingLedger(usd(0.001))
+    return withBilling(
+      ledger,
+      Effect.gen(function*() {
+        const billing = yield* Billing
+        const refused = yield* Effect.flip(Effect.scoped(billing.hold(principal, usd(1))))
+        expect(refused._tag).toBe("InsufficientFunds")
+        expect(ledger.log).toEqual([])
+      })
+    )
+  })
+
+  it.effect("estimates input plus the requested output, never past the context", () =>
+    withBilling(
+      recordingLedger(),
+      Effect.gen(function*() {
+        const billing = yield* Billing
+        expect(billing.estimate(model, 1000, 500)).toMatchObject({ inputTokens: 1000, outputTokens: 500, total: 6_000_000n })
+        expect(billing.estimate(testModel("svc/tiny", { context: 1200 }), 1000, 500).outputTokens).toBe(200)
+      })
+    ))
+})
