@@ -10,9 +10,7 @@ import { BillingLive } from "../layers/billing/BillingLive.ts"
 import { PricingLive } from "../layers/billing/PricingLive.ts"
 import { IdsLive } from "../layers/platform/IdsLive.ts"
 import { Billing, type ServedCall } from "../services/Billing.ts"
-import { InsufficientFunds } from "../services/ApiError.ts"
-import { type Bill, Ledger, receiptOf, type Reservation } from "../services/Ledger.ts"
-import { scriptedAdapter, testDeployment, testModel, usd } from "./support/pipeline.ts"
+import { recordingLedger, scriptedAdapter, testDeployment, testModel, usd } from "./support/pipeline.ts"
 
 const principal = { keyId: "key_1", accountId: "acct_1", scopes: ["chat" as const] }
 const model = testModel("svc/m", { pricing: { input: usd(3), output: usd(6) } })
@@ -27,37 +25,6 @@ const served: ServedCall = {
   usage: { inputTokens: 1000, outputTokens: 500 },
   attempts: [{ model: model.id, outcome: "ok", latencyMs: 5 }],
   privacyClass: "standard_route"
-}
-
-/** A ledger that records every reserve, settle and release; `available` below an amount refuses it. */
-const recordingLedger = (available = usd(100)) => {
-  const log: Array<string> = []
-  const bills: Array<Bill> = []
-  let next = 0
-  const ledger: Ledger["Type"] = {
-    reserve: ({ accountId, amount, requestId }) =>
-      Effect.suspend(() => {
-        if (amount > available) return Effect.fail(new InsufficientFunds({ message: "no" }))
-        const reservation: Reservation = { id: `rcpt_${++next}`, accountId, requestId, amount, reservedAt: new Date(0) }
-        log.push(`reserve ${reservation.id}`)
-        return Effect.succeed(reservation)
-      }),
-    settle: (reservation, bill) =>
-      Effect.sync(() => {
-        log.push(`settle ${reservation.id}`)
-        bills.push(bill)
-        return receiptOf(reservation, bill, {
-          total: bill.cost.total,
-          balanceAfter: 0n,
-          createdAt: new Date(0),
-          settledAt: new Date(0)
-        })
-      }),
-    release: (reservation) => Effect.sync(() => void log.push(`release ${reservation.id}`)),
-    sweepExpired: Effect.succeed(0),
-    receipt: () => Effect.die("not used")
-  }
-  return { layer: Layer.succeed(Ledger, ledger), log, bills }
 }
 
 const withBilling = <A, E>(ledger: ReturnType<typeof recordingLedger>, run: Effect.Effect<A, E, Billing>) =>

@@ -4,9 +4,11 @@
  * script (a completion, a stream of text, or a failure per call) and record
  * what they were asked.
  */
-import { Effect, Either, Stream } from "effect"
+import { Effect, Either, Layer, Stream } from "effect"
 import { parseConfigFile } from "../../layers/platform/ConfigLive.ts"
+import { InsufficientFunds } from "../../services/ApiError.ts"
 import type { Deployment, Model } from "../../services/Catalogue.ts"
+import { type Bill, Ledger, receiptOf, type Reservation } from "../../services/Ledger.ts"
 import type { ChatChunk, ChatRequest } from "../../services/Chat.ts"
 import type { AppConfigShape, PrivacyClass, ProviderPrivacy } from "../../services/Config.ts"
 import type { Nanos } from "../../services/Money.ts"
@@ -126,3 +128,34 @@ export const testConfig = (file: unknown = {}): AppConfigShape => ({
   adminKey: undefined,
   env: {}
 })
+
+/** A ledger that records every reserve, settle and release; `available` below an amount refuses it. */
+export const recordingLedger = (available = usd(100)) => {
+  const log: Array<string> = []
+  const bills: Array<Bill> = []
+  let next = 0
+  const ledger: Ledger["Type"] = {
+    reserve: ({ accountId, amount, requestId }) =>
+      Effect.suspend(() => {
+        if (amount > available) return Effect.fail(new InsufficientFunds({ message: "no" }))
+        const reservation: Reservation = { id: `rcpt_${++next}`, accountId, requestId, amount, reservedAt: new Date(0) }
+        log.push(`reserve ${reservation.id}`)
+        return Effect.succeed(reservation)
+      }),
+    settle: (reservation, bill) =>
+      Effect.sync(() => {
+        log.push(`settle ${reservation.id}`)
+        bills.push(bill)
+        return receiptOf(reservation, bill, {
+          total: bill.cost.total,
+          balanceAfter: 0n,
+          createdAt: new Date(0),
+          settledAt: new Date(0)
+        })
+      }),
+    release: (reservation) => Effect.sync(() => void log.push(`release ${reservation.id}`)),
+    sweepExpired: Effect.succeed(0),
+    receipt: () => Effect.die("not used")
+  }
+  return { layer: Layer.succeed(Ledger, ledger), log, bills }
+}
