@@ -8,6 +8,7 @@ import { Context, type Effect } from "effect"
 import type { InvalidRequest } from "./ApiError.ts"
 import type { Principal } from "./ApiKeys.ts"
 import type { ChatRequest } from "./Chat.ts"
+import type { EmbeddingsRequest } from "./Embeddings.ts"
 import type { PrivacyAsk } from "./PrivacyPolicy.ts"
 
 /** A chat call let in: everything later stages need to know about who asks and what. */
@@ -20,6 +21,16 @@ export interface AdmittedChat {
   readonly inputTokens: number
 }
 
+/** An embeddings call let in: its inputs as a list and each one's tokens. */
+export interface AdmittedEmbeddings {
+  readonly principal: Principal
+  readonly request: EmbeddingsRequest
+  readonly inputs: ReadonlyArray<string>
+  /** Tokens of each input, in input order. */
+  readonly inputTokens: ReadonlyArray<number>
+}
+
 export class Admission extends Context.Tag("svc/Admission")<Admission, {
   readonly chat: (request: ChatRequest, principal: Principal) => Effect.Effect<AdmittedChat, InvalidRequest>
+  readonly embeddings: (request: EmbeddingsRequest, principal: Principal) => Effect.Effect<AdmittedEmbeddings>
 }>() {}

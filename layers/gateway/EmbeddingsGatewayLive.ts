@@ -1,15 +1,17 @@
 /**
- * The embeddings path, billed like chat: hold the input tokens at the model's
- * input price, call the model's first deployment, settle at the usage it
- * reports (input only) or release on failure, and answer with the catalogue
- * model id, so nothing the caller sees names the upstream. Embeddings take no
- * privacy envelope: they are served, and receipted, at the standard class.
+ * The embeddings path, billed like chat: admission counts the inputs; hold
+ * them at the model's input price, call the model's first deployment, settle
+ * at the usage it reports (input only) or release on failure, and answer with
+ * the catalogue model id, so nothing the caller sees names the upstream.
+ * Embeddings take no privacy envelope: they are served, and receipted, at the
+ * standard class.
  */
 import { Effect, Layer, Option } from "effect"
+import { Admission } from "../../services/Admission.ts"
 import { InvalidRequest } from "../../services/ApiError.ts"
 import { Billing } from "../../services/Billing.ts"
 import { Catalogue } from "../../services/Catalogue.ts"
-import { type EmbeddingsResponse, inputsOf, toBase64 } from "../../services/Embeddings.ts"
+import { type EmbeddingsResponse, toBase64 } from "../../services/Embeddings.ts"
 import { EmbeddingsGateway } from "../../services/EmbeddingsGateway.ts"
 import { Pricing } from "../../services/Pricing.ts"
 import { toApiError } from "../upstream/upstreamErrors.ts"
@@ -20,13 +22,15 @@ const unknownModel = (id: string) =>
 export const EmbeddingsGatewayLive = Layer.effect(
   EmbeddingsGateway,
   Effect.gen(function*() {
+    const admission = yield* Admission
     const catalogue = yield* Catalogue
     const billing = yield* Billing
     const pricing = yield* Pricing
 
     return EmbeddingsGateway.of({
-      embed: (request, principal) =>
+      embed: (sent, principal) =>
         Effect.gen(function*() {
+          const { inputTokens: counts, inputs, request } = yield* admission.embeddings(sent, principal)
           const model = yield* Option.match(catalogue.get(request.model), {
             onNone: () => Effect.fail(unknownModel(request.model)),
             onSome: Effect.succeed
@@ -34,8 +38,6 @@ export const EmbeddingsGatewayLive = Layer.effect(
           if (!model.capabilities.includes("embeddings")) {
             return yield* new InvalidRequest({ message: `${model.id} does not serve embeddings.`, param: "model" })
           }
-          const inputs = inputsOf(request)
-          const counts = inputs.map(pricing.countText)
           const tooLong = counts.findIndex((tokens) => tokens > model.context)
           if (tooLong >= 0) {
             return yield* new InvalidRequest({
