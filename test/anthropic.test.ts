@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Exit, Scope, Stream } from "effect"
-import { plugin } from "../plugins/anthropic.ts"
+import { plugin } from "../plugins/providers/anthropic/index.ts"
 import type { ChatChunk, ChatRequest } from "../services/Chat.ts"
 import type { ProviderConfig } from "../services/Config.ts"
 import type { UpstreamFailure } from "../services/Providers.ts"
@@ -199,16 +199,16 @@ describe("anthropic plugin: request translation", () => {
       ])
     }))
 
-  it.scopedLive("refuses parts Anthropic cannot take as a 400, without calling the upstream", () =>
+  it.scopedLive("refuses parts Anthropic cannot take as not translatable, without calling the upstream", () =>
     Effect.gen(function*() {
       const { adapter, upstream } = yield* setup()
       const error = yield* Effect.flip(adapter.complete(callWith({
         messages: [{ role: "user", content: [{ type: "input_audio", input_audio: { data: "AAAA", format: "wav" } }] }]
       })))
-      expect(error).toMatchObject({ kind: "status", status: 400 })
+      expect(error).toMatchObject({ _tag: "RequestNotTranslatable", reason: "input_audio content parts are not supported" })
       expect(yield* Effect.flip(adapter.stream(callWith({
         messages: [{ role: "user", content: [{ type: "file", file: { file_id: "file-1" } }] }]
-      })))).toMatchObject({ kind: "status", status: 400 })
+      })))).toMatchObject({ _tag: "RequestNotTranslatable", reason: expect.stringContaining("file_data") })
       expect(upstream.requests).toHaveLength(0)
     }))
 

@@ -1,7 +1,7 @@
 import { countTokens } from "gpt-tokenizer/encoding/o200k_base"
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Exit, Scope, Stream } from "effect"
-import { plugin } from "../plugins/gemini.ts"
+import { plugin } from "../plugins/providers/gemini/index.ts"
 import type { ChatChunk, FunctionTool } from "../services/Chat.ts"
 import type { ProviderConfig } from "../services/Config.ts"
 import type { UpstreamCall, UpstreamCompletion } from "../services/Providers.ts"
@@ -162,25 +162,24 @@ describe("gemini plugin: requests", () => {
       expect(completion.choices[0].finish_reason).toBe("stop")
     }))
 
-  it.scopedLive("refuses with 400, without calling the upstream, what Gemini cannot express", () =>
+  it.scopedLive("refuses as not translatable, without calling the upstream, what Gemini cannot express", () =>
     Effect.gen(function*() {
       const { adapter, upstream } = yield* setup()
       const unknownId = yield* Effect.flip(adapter.complete(callWith({
         messages: [{ role: "user", content: "x" }, { role: "tool", tool_call_id: "call_zz", content: "1" }]
       })))
-      expect(unknownId).toMatchObject({ _tag: "UpstreamFailure", kind: "status", status: 400 })
-      expect(upstreamFailureOf(unknownId).detail).toContain("call_zz")
+      expect(unknownId).toMatchObject({ _tag: "RequestNotTranslatable", reason: expect.stringContaining("call_zz") })
       const badImage = yield* Effect.flip(adapter.stream(callWith({
         messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "ftp://example.com/a.png" } }] }]
       })).pipe(Effect.scoped))
-      expect(badImage).toMatchObject({ kind: "status", status: 400 })
+      expect(badImage).toMatchObject({ _tag: "RequestNotTranslatable", reason: expect.stringContaining("image_url") })
       const badArgs = yield* Effect.flip(adapter.complete(callWith({
         messages: [
           { role: "user", content: "x" },
           { role: "assistant", tool_calls: [{ id: "c", type: "function", function: { name: "f", arguments: "[1]" } }] }
         ]
       })))
-      expect(badArgs).toMatchObject({ kind: "status", status: 400 })
+      expect(badArgs).toMatchObject({ _tag: "RequestNotTranslatable", reason: expect.stringContaining("function.arguments") })
       expect(upstream.requests).toHaveLength(0)
     }))
 

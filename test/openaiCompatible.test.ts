@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Deferred, Duration, Effect, Exit, Scope, Stream } from "effect"
-import { plugin } from "../plugins/openaiCompatible.ts"
+import { plugin } from "../plugins/providers/openaiCompatible/index.ts"
 import type { ProviderConfig } from "../services/Config.ts"
 import { providerConfigFor, upstreamCallFor, waitForAborts, upstreamFailureOf } from "./support/adapterHarness.ts"
 import { acquireFakeOpenAi, FAKE_FINGERPRINT, FAKE_PROVIDER_NAME } from "./support/fakeOpenAiUpstream.ts"
