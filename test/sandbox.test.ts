@@ -6,6 +6,7 @@ import { plugin, SandboxPlugin } from "../plugins/providers/sandbox/index.ts"
 import { jsonSchemaSample } from "../plugins/support/jsonSchemaSample.ts"
 import type { ChatChunk, ChatCompletion, ChatRequest, FunctionTool } from "../services/Chat.ts"
 import { ProviderRegistry } from "../services/Providers.ts"
+import { makeAdapter } from "./support/adapterHarness.ts"
 
 const ajv = new Ajv2020({ strict: false })
 for (const [name, pattern] of Object.entries({
@@ -24,7 +25,7 @@ const expectValid = (schema: object, value: unknown) => {
 const MODEL = "sandbox-1"
 type Body = Partial<ChatRequest> & Pick<ChatRequest, "messages">
 const provider = { id: "sandbox", plugin: "sandbox", timeoutMs: 60_000, deployments: [] }
-const adapter = plugin.make(provider, {}).pipe(Effect.scoped)
+const adapter = makeAdapter(plugin, provider, {}).pipe(Effect.scoped)
 const call = (request: Body) => ({ request: { model: "svc/sandbox", ...request }, upstreamModel: MODEL })
 /** The sandbox always reports usage (billing relies on it when it serves). */
 const complete = (request: Body) =>

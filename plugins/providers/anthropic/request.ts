@@ -19,8 +19,6 @@ import type { UpstreamCall } from "../../../services/Providers.ts"
 import type { Json } from "../../support/json.ts"
 import { conversationOf } from "./messages.ts"
 
-/** Anthropic requires `max_tokens`; the gateway's estimate assumes the same default. */
-const DEFAULT_MAX_TOKENS = 4096
 const ANSWER_TOOL = "json_answer"
 
 type Block = Json
@@ -89,7 +87,8 @@ export interface Plan {
   readonly answerTool: string | undefined
 }
 
-export const planOf = (call: UpstreamCall, streaming: boolean): Plan => {
+/** `defaultMaxTokens` is sent when the caller sets no limit: Anthropic requires `max_tokens`. */
+export const planOf = (call: UpstreamCall, streaming: boolean, defaultMaxTokens: number): Plan => {
   const { request } = call
   const { system, messages } = conversationOf(request.messages)
   const { answerTool, ...tools } = toolPlanOf(request)
@@ -98,7 +97,7 @@ export const planOf = (call: UpstreamCall, streaming: boolean): Plan => {
     answerTool,
     body: {
       model: call.upstreamModel,
-      max_tokens: requestedMaxTokens(request) ?? DEFAULT_MAX_TOKENS,
+      max_tokens: requestedMaxTokens(request) ?? defaultMaxTokens,
       ...(system !== undefined ? { system } : {}),
       messages,
       // OpenAI's range is 0–2, Anthropic's 0–1.

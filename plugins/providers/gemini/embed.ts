@@ -1,5 +1,6 @@
 /**
- * Gemini's `batchEmbedContents`: one request per input, in input order.
+ * Gemini's `batchEmbedContents`: one request per input, in input order, with
+ * the `taskType` the provider's options name.
  * Gemini reports no token usage for embeddings, so we bill on our own
  * o200k_base count, the tokenizer the gateway's estimates use.
  */
@@ -11,12 +12,14 @@ import { modelPathOf } from "./request.ts"
 /** User text may contain `<|endoftext|>` and the like: count it as plain text. */
 const PLAIN_TEXT = { disallowedSpecial: new Set<string>() }
 
-export const embeddingsBody = (call: EmbedCall): Json => {
+/** `taskType` (from the provider's options) tells Gemini what the vectors are for. */
+export const embeddingsBody = (call: EmbedCall, taskType?: string): Json => {
   const model = modelPathOf(call.upstreamModel)
   return {
     requests: call.input.map((text) => ({
       model,
       content: { parts: [{ text }] },
+      ...(taskType !== undefined ? { taskType } : {}),
       ...(call.dimensions !== undefined ? { outputDimensionality: call.dimensions } : {})
     }))
   }

@@ -6,10 +6,9 @@
  * answers are rebuilt from known fields only (`response.ts`, `stream.ts`,
  * `embed.ts`).
  */
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import type { ProviderConfig } from "../../../services/Config.ts"
 import { type ProviderAdapter, type ProviderPlugin, registerPlugin } from "../../../services/Providers.ts"
-import { NoOptions } from "../../../services/Registry.ts"
 import { nowSeconds, protocolFailureOf } from "../../support/json.ts"
 import { translated } from "../../support/translate.ts"
 import { apiKeyOf, baseUrlOf, makeUpstreamHttp, requestHeaders } from "../../support/upstreamHttp.ts"
@@ -20,7 +19,36 @@ import { chunksOf } from "./stream.ts"
 
 const DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 
-const make = (provider: ProviderConfig, env: Readonly<Record<string, string | undefined>>) =>
+const SafetySetting = Schema.Struct({
+  category: Schema.String.pipe(Schema.pattern(/^HARM_CATEGORY_[A-Z_]+$/, { message: () => "expected HARM_CATEGORY_…" })),
+  threshold: Schema.Literal(
+    "BLOCK_LOW_AND_ABOVE",
+    "BLOCK_MEDIUM_AND_ABOVE",
+    "BLOCK_ONLY_HIGH",
+    "BLOCK_NONE",
+    "OFF",
+    "HARM_BLOCK_THRESHOLD_UNSPECIFIED"
+  )
+})
+
+export const GeminiOptions = Schema.Struct({
+  /** Sent as `safetySettings` with every generateContent call (Gemini's own defaults otherwise). */
+  safetySettings: Schema.optional(Schema.Array(SafetySetting)),
+  /** `taskType` of every embedding request: what the vectors are for. */
+  embeddingTaskType: Schema.optional(Schema.Literal(
+    "RETRIEVAL_QUERY",
+    "RETRIEVAL_DOCUMENT",
+    "SEMANTIC_SIMILARITY",
+    "CLASSIFICATION",
+    "CLUSTERING",
+    "QUESTION_ANSWERING",
+    "FACT_VERIFICATION",
+    "CODE_RETRIEVAL_QUERY"
+  ))
+})
+export type GeminiOptions = typeof GeminiOptions.Type
+
+const make = (provider: ProviderConfig, options: GeminiOptions, env: Readonly<Record<string, string | undefined>>) =>
   Effect.gen(function*() {
     const { basePath, origin } = yield* baseUrlOf(provider, "gemini", DEFAULT_BASE_URL)
     const apiKey = yield* apiKeyOf(provider, env)
@@ -31,7 +59,7 @@ const make = (provider: ProviderConfig, env: Readonly<Record<string, string | un
 
     const complete: ProviderAdapter["complete"] = (call) =>
       Effect.scoped(Effect.gen(function*() {
-        const body = yield* translated(() => generateContentBody(call.request))
+        const body = yield* translated(() => generateContentBody(call.request, options.safetySettings))
         const response = yield* http.post(pathFor(call.upstreamModel, "generateContent"), body, jsonHeaders)
         const text = yield* http.text(response)
         const now = yield* nowSeconds
@@ -40,14 +68,14 @@ const make = (provider: ProviderConfig, env: Readonly<Record<string, string | un
 
     const stream: ProviderAdapter["stream"] = (call) =>
       Effect.gen(function*() {
-        const body = yield* translated(() => generateContentBody(call.request))
+        const body = yield* translated(() => generateContentBody(call.request, options.safetySettings))
         const response = yield* http.post(pathFor(call.upstreamModel, "streamGenerateContent?alt=sse"), body, sseHeaders)
         return chunksOf(response.body, call.upstreamModel, yield* nowSeconds)
       })
 
     const embed: NonNullable<ProviderAdapter["embed"]> = (call) =>
       Effect.scoped(Effect.gen(function*() {
-        const response = yield* http.post(pathFor(call.upstreamModel, "batchEmbedContents"), embeddingsBody(call), jsonHeaders)
+        const response = yield* http.post(pathFor(call.upstreamModel, "batchEmbedContents"), embeddingsBody(call, options.embeddingTaskType), jsonHeaders)
         const text = yield* http.text(response)
         return yield* Effect.try({ try: () => embeddingsOf(JSON.parse(text), call.input), catch: protocolFailureOf })
       }))
@@ -55,6 +83,6 @@ const make = (provider: ProviderConfig, env: Readonly<Record<string, string | un
     return { complete, stream, embed } satisfies ProviderAdapter
   })
 
-export const plugin: ProviderPlugin = { id: "gemini", options: NoOptions, make }
+export const plugin: ProviderPlugin<GeminiOptions> = { id: "gemini", options: GeminiOptions, make }
 
 export const GeminiPlugin = registerPlugin(plugin)

@@ -68,8 +68,8 @@ const generationConfigOf = (request: ChatRequest): Json => {
   return config
 }
 
-/** The `GenerateContentRequest`. */
-export const generateContentBody = (request: ChatRequest): Json => {
+/** The `GenerateContentRequest`, with the operator's `safetySettings` when the provider's options set some. */
+export const generateContentBody = (request: ChatRequest, safetySettings?: ReadonlyArray<Json>): Json => {
   const { system, contents } = contentsOf(request.messages)
   const generationConfig = generationConfigOf(request)
   const tools = request.tools !== undefined && request.tools.length > 0 ? request.tools : undefined
@@ -78,6 +78,7 @@ export const generateContentBody = (request: ChatRequest): Json => {
     ...(system.length > 0 ? { systemInstruction: { parts: system } } : {}),
     ...(tools !== undefined ? { tools: toolsOf(tools) } : {}),
     ...(tools !== undefined && request.tool_choice !== undefined ? { toolConfig: toolConfigOf(request.tool_choice) } : {}),
-    ...(Object.keys(generationConfig).length > 0 ? { generationConfig } : {})
+    ...(Object.keys(generationConfig).length > 0 ? { generationConfig } : {}),
+    ...(safetySettings !== undefined && safetySettings.length > 0 ? { safetySettings } : {})
   }
 }

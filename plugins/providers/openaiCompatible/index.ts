@@ -4,10 +4,9 @@
  * through nearly as they are (`request.ts`); answers are rebuilt from known
  * fields only (`response.ts`, `stream.ts`, `embed.ts`).
  */
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import type { ProviderConfig } from "../../../services/Config.ts"
 import { type ProviderAdapter, type ProviderPlugin, registerPlugin } from "../../../services/Providers.ts"
-import { NoOptions } from "../../../services/Registry.ts"
 import { nowSeconds, protocolFailureOf } from "../../support/json.ts"
 import { sseStream } from "../../support/sse.ts"
 import { apiKeyOf, baseUrlOf, makeUpstreamHttp, requestHeaders } from "../../support/upstreamHttp.ts"
@@ -16,12 +15,44 @@ import { chatBody } from "./request.ts"
 import { completionOf } from "./response.ts"
 import { translator } from "./stream.ts"
 
-const make = (provider: ProviderConfig, env: Readonly<Record<string, string | undefined>>) =>
+/** Headers the adapter sets itself; static headers may not replace them. */
+const RESERVED_HEADERS = new Set(["authorization", "content-type", "accept", "content-length", "host"])
+
+const HeaderName = Schema.String.pipe(
+  Schema.pattern(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, { message: () => "not an HTTP header name" }),
+  Schema.filter((name) => !RESERVED_HEADERS.has(name.toLowerCase()) || `${name} is set by the plugin itself`)
+)
+
+export const OpenAiCompatibleOptions = Schema.Struct({
+  /** Sent as `OpenAI-Organization` (OpenAI accounts in several organizations). */
+  organization: Schema.optional(Schema.String.pipe(Schema.nonEmptyString())),
+  /** Sent as `OpenAI-Project`. */
+  project: Schema.optional(Schema.String.pipe(Schema.nonEmptyString())),
+  /** Static headers sent with every request (a gateway's routing header, a vendor's API version, ...). */
+  headers: Schema.optional(Schema.Record({ key: HeaderName, value: Schema.String }))
+})
+export type OpenAiCompatibleOptions = typeof OpenAiCompatibleOptions.Type
+
+/** Header names lower-cased, so a configured header cannot sit beside our own under another spelling. */
+const staticHeaders = (options: OpenAiCompatibleOptions): Record<string, string> => ({
+  ...Object.fromEntries(Object.entries(options.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value])),
+  ...(options.organization !== undefined ? { "openai-organization": options.organization } : {}),
+  ...(options.project !== undefined ? { "openai-project": options.project } : {})
+})
+
+const make = (
+  provider: ProviderConfig,
+  options: OpenAiCompatibleOptions,
+  env: Readonly<Record<string, string | undefined>>
+) =>
   Effect.gen(function*() {
     const { basePath, origin } = yield* baseUrlOf(provider, "openai-compatible")
     const apiKey = yield* apiKeyOf(provider, env)
     const http = yield* makeUpstreamHttp(origin, provider.timeoutMs)
-    const { json: jsonHeaders, sse: sseHeaders } = requestHeaders(apiKey ? { authorization: `Bearer ${apiKey}` } : {})
+    const { json: jsonHeaders, sse: sseHeaders } = requestHeaders({
+      ...staticHeaders(options),
+      ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {})
+    })
     const chatPath = `${basePath}/chat/completions`
 
     const complete: ProviderAdapter["complete"] = (call) =>
@@ -49,6 +80,6 @@ const make = (provider: ProviderConfig, env: Readonly<Record<string, string | un
     return { complete, stream, embed } satisfies ProviderAdapter
   })
 
-export const plugin: ProviderPlugin = { id: "openai-compatible", options: NoOptions, make }
+export const plugin: ProviderPlugin<OpenAiCompatibleOptions> = { id: "openai-compatible", options: OpenAiCompatibleOptions, make }
 
 export const OpenAiCompatiblePlugin = registerPlugin(plugin)
