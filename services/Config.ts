@@ -94,6 +94,8 @@ export const ProviderConfig = Schema.Struct({
   apiKeyEnv: Schema.optional(Schema.String),
   timeoutMs: Schema.optionalWith(PositiveInt, { default: () => 60_000 }),
   privacy: Schema.optional(ProviderPrivacy),
+  /** The plugin's own settings, decoded with the plugin's options schema when its adapter is made. */
+  options: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
   deployments: Schema.Array(DeploymentConfig)
 })
 export type ProviderConfig = typeof ProviderConfig.Type

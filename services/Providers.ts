@@ -72,9 +72,13 @@ export type PluginPrivacyDefaults = NonNullable<ProviderConfig["privacy"]>
 /** `id` is the value of `plugin` in a provider's config entry; `options` decodes the entry's `options`. */
 export interface ProviderPlugin<Options = any> extends Plugin<Options> {
   readonly privacyDefaults?: PluginPrivacyDefaults
-  /** Builds the adapter for one provider entry; resources live as long as the scope. */
+  /**
+   * Builds the adapter for one provider entry, given the entry's `options` decoded with this
+   * plugin's schema; resources live as long as the scope.
+   */
   readonly make: (
     provider: ProviderConfig,
+    options: Options,
     env: Readonly<Record<string, string | undefined>>
   ) => Effect.Effect<ProviderAdapter, ProviderConfigError, Scope.Scope>
 }

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Exit, Scope, Stream } from "effect"
-import { plugin } from "../plugins/anthropic.ts"
+import { Chunk, Effect, Exit, Scope, Stream, TestClock } from "effect"
+import { plugin } from "../plugins/providers/anthropic/index.ts"
 import type { ChatChunk, ChatRequest } from "../services/Chat.ts"
 import type { ProviderConfig } from "../services/Config.ts"
 import type { UpstreamFailure } from "../services/Providers.ts"
-import { collectUntilFailure, providerConfigFor, textOf, upstreamCallFor, waitForAborts, upstreamFailureOf } from "./support/adapterHarness.ts"
+import { collectUntilFailure, providerConfigFor, textOf, upstreamCallFor, waitForAborts, upstreamFailureOf, makeAdapter } from "./support/adapterHarness.ts"
 import {
   acquireFakeAnthropic,
   FAKE_SIGNATURE,
@@ -22,7 +22,7 @@ const callWith = upstreamCallFor("svc/claude-like", "claude-fake-9")
 const setup = (overrides: Partial<ProviderConfig> = {}) =>
   Effect.gen(function*() {
     const upstream = yield* acquireFakeAnthropic
-    const adapter = yield* plugin.make(providerAt(upstream.baseUrl, overrides), env)
+    const adapter = yield* makeAdapter(plugin, providerAt(upstream.baseUrl, overrides), env)
     return { upstream, adapter }
   })
 
@@ -199,16 +199,16 @@ describe("anthropic plugin: request translation", () => {
       ])
     }))
 
-  it.scopedLive("refuses parts Anthropic cannot take as a 400, without calling the upstream", () =>
+  it.scopedLive("refuses parts Anthropic cannot take as not translatable, without calling the upstream", () =>
     Effect.gen(function*() {
       const { adapter, upstream } = yield* setup()
       const error = yield* Effect.flip(adapter.complete(callWith({
         messages: [{ role: "user", content: [{ type: "input_audio", input_audio: { data: "AAAA", format: "wav" } }] }]
       })))
-      expect(error).toMatchObject({ kind: "status", status: 400 })
+      expect(error).toMatchObject({ _tag: "RequestNotTranslatable", reason: "input_audio content parts are not supported" })
       expect(yield* Effect.flip(adapter.stream(callWith({
         messages: [{ role: "user", content: [{ type: "file", file: { file_id: "file-1" } }] }]
-      })))).toMatchObject({ kind: "status", status: 400 })
+      })))).toMatchObject({ _tag: "RequestNotTranslatable", reason: expect.stringContaining("file_data") })
       expect(upstream.requests).toHaveLength(0)
     }))
 
@@ -593,17 +593,50 @@ describe("anthropic plugin: failures", () => {
 describe("anthropic plugin: configuration", () => {
   it.scoped("defaults the base URL to Anthropic's API", () =>
     Effect.gen(function*() {
-      const adapter = yield* plugin.make(providerAt(undefined), env)
+      const adapter = yield* makeAdapter(plugin, providerAt(undefined), env)
       expect(adapter.embed).toBeUndefined()
       expect(plugin.privacyDefaults).toBeUndefined()
     }))
 
   it.scoped("rejects a provider whose key variable is unset, and a bad base URL", () =>
     Effect.gen(function*() {
-      expect(yield* Effect.flip(plugin.make(providerAt("http://127.0.0.1:9/v1"), {}))).toMatchObject({
+      expect(yield* Effect.flip(makeAdapter(plugin, providerAt("http://127.0.0.1:9/v1"), {}))).toMatchObject({
         _tag: "ProviderConfigError",
         field: "apiKeyEnv"
       })
-      expect(yield* Effect.flip(plugin.make(providerAt("http://[bad"), env))).toMatchObject({ field: "baseUrl" })
+      expect(yield* Effect.flip(makeAdapter(plugin, providerAt("http://[bad"), env))).toMatchObject({ field: "baseUrl" })
+    }))
+})
+
+describe("anthropic plugin: options", () => {
+  it.scopedLive("sends the configured anthropic-version, betas and default max_tokens, for both calls", () =>
+    Effect.gen(function*() {
+      const { adapter, upstream } = yield* setup({
+        options: { version: "2024-10-22", defaultMaxTokens: 1024, betas: ["pdfs-2024-09-25", "token-efficient-tools-2025-02-19"] }
+      })
+      yield* adapter.complete(callWith())
+      yield* Effect.scoped(Effect.flatMap(adapter.stream(callWith()), collect))
+      yield* adapter.complete(callWith({ max_tokens: 77 }))
+      const [complete, streamed, limited] = upstream.requests
+      for (const sent of [complete, streamed]) {
+        expect(sent.headers["anthropic-version"]).toBe("2024-10-22")
+        expect(sent.headers["anthropic-beta"]).toBe("pdfs-2024-09-25,token-efficient-tools-2025-02-19")
+        expect(sent.body.max_tokens).toBe(1024)
+      }
+      expect(limited.body.max_tokens).toBe(77)
+    }))
+
+  it.scopedLive("sends no anthropic-beta header when no betas are configured", () =>
+    Effect.gen(function*() {
+      const { adapter, upstream } = yield* setup()
+      yield* adapter.complete(callWith())
+      expect(upstream.requests[0].headers["anthropic-beta"]).toBeUndefined()
+    }))
+
+  it.scoped("stamps completions with the time of Effect's Clock", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(1_700_000_000_500)
+      const { adapter } = yield* setup()
+      expect((yield* adapter.complete(callWith())).created).toBe(1_700_000_000)
     }))
 })

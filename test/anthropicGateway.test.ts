@@ -226,6 +226,18 @@ describe("chat completions through an Anthropic upstream", () => {
     expect(text).toBe(structured.choices[0]!.message.content)
   })
 
+  it("refuses what the plugin cannot translate as 400 naming the field, without calling the upstream", async () => {
+    const before = upstream.requests.length
+    const { body, response } = await post({
+      model: MODEL,
+      messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "data:image/png,%E0%A4%A" } }] }]
+    })
+    expect(response.status).toBe(400)
+    expect(body.error.code).toBe("invalid_request")
+    expect(body.error.message).toContain("image_url")
+    expect(upstream.requests.length).toBe(before)
+  })
+
   it("turns an upstream 5xx into 502 upstream_error", async () => {
     upstream.behave({ status: 529 })
     const { body, response } = await post({ model: MODEL, messages: [{ role: "user", content: "x" }] })

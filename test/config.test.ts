@@ -47,7 +47,8 @@ describe("config decoding", () => {
     [{ providers: [{ ...provider, deployments: [{ model: "svc/pro", cost: { input: "-1" } }] }] }, "providers[0].deployments[0].cost.input"],
     [{ marginFloor: { gold_route: "0.1" } }, "marginFloor.gold_route"],
     [{ limits: { maxBodyBytes: "big" } }, "limits.maxBodyBytes"],
-    [{ typo: true }, "typo"]
+    [{ typo: true }, "typo"],
+    [{ providers: [{ ...provider, options: "x" }] }, "providers[0].options"]
   ])("rejects %j naming %s", (json, field) => {
     expect(fieldOf(json)).toMatch(new RegExp(`^${field.replace(/[[\].]/g, "\\$&")}: `))
   })
@@ -112,6 +113,16 @@ describe("starting with a bad config", () => {
     [
       JSON.stringify({ providers: [{ ...provider, deployments: [{ model: "svc/pro", weight: -1 }] }] }),
       /^svc: invalid configuration: providers\[0\]\.deployments\[0\]\.weight: /
+    ],
+    [
+      JSON.stringify({ providers: [{ ...provider, options: { organisation: "org-1" } }] }),
+      /^svc: invalid configuration: providers\[0\]\.options\.organisation: /
+    ],
+    [
+      JSON.stringify({
+        providers: [{ id: "g", plugin: "gemini", options: { safetySettings: [{ category: "HARM_CATEGORY_HARASSMENT", threshold: "BLOCK_SOME" }] }, deployments: [] }]
+      }),
+      /^svc: invalid configuration: providers\[0\]\.options\.safetySettings\[0\]\.threshold: /
     ],
     [JSON.stringify({ routing: { retry: { maxAttempts: 0 } } }), /^svc: invalid configuration: routing\.retry\.maxAttempts: /],
     [JSON.stringify({ routing: { health: { failureThreshold: "3" } } }), /^svc: invalid configuration: routing\.health\.failureThreshold: /],

@@ -1,11 +1,11 @@
 import { countTokens } from "gpt-tokenizer/encoding/o200k_base"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Exit, Scope, Stream } from "effect"
-import { plugin } from "../plugins/gemini.ts"
+import { Chunk, Effect, Exit, Scope, Stream, TestClock } from "effect"
+import { plugin } from "../plugins/providers/gemini/index.ts"
 import type { ChatChunk, FunctionTool } from "../services/Chat.ts"
 import type { ProviderConfig } from "../services/Config.ts"
 import type { UpstreamCall, UpstreamCompletion } from "../services/Providers.ts"
-import { collectUntilFailure, providerConfigFor, upstreamCallFor, waitForAborts, upstreamFailureOf } from "./support/adapterHarness.ts"
+import { collectUntilFailure, providerConfigFor, upstreamCallFor, waitForAborts, upstreamFailureOf, makeAdapter } from "./support/adapterHarness.ts"
 import {
   acquireFakeGemini,
   FAKE_MODEL_VERSION_SUFFIX,
@@ -25,7 +25,7 @@ const callWith = upstreamCallFor("svc/gemini-like", MODEL)
 const setup = (overrides: Partial<ProviderConfig> = {}) =>
   Effect.gen(function*() {
     const upstream = yield* acquireFakeGemini
-    const adapter = yield* plugin.make(providerAt(upstream.baseUrl, overrides), env)
+    const adapter = yield* makeAdapter(plugin, providerAt(upstream.baseUrl, overrides), env)
     return { upstream, adapter }
   })
 
@@ -106,7 +106,7 @@ describe("gemini plugin: requests", () => {
 
   it.scoped("defaults to Google's endpoint without a baseUrl", () =>
     Effect.gen(function*() {
-      const adapter = yield* plugin.make(providerAt(undefined), env)
+      const adapter = yield* makeAdapter(plugin, providerAt(undefined), env)
       expect(adapter.embed).toBeDefined()
     }))
 
@@ -162,25 +162,24 @@ describe("gemini plugin: requests", () => {
       expect(completion.choices[0].finish_reason).toBe("stop")
     }))
 
-  it.scopedLive("refuses with 400, without calling the upstream, what Gemini cannot express", () =>
+  it.scopedLive("refuses as not translatable, without calling the upstream, what Gemini cannot express", () =>
     Effect.gen(function*() {
       const { adapter, upstream } = yield* setup()
       const unknownId = yield* Effect.flip(adapter.complete(callWith({
         messages: [{ role: "user", content: "x" }, { role: "tool", tool_call_id: "call_zz", content: "1" }]
       })))
-      expect(unknownId).toMatchObject({ _tag: "UpstreamFailure", kind: "status", status: 400 })
-      expect(upstreamFailureOf(unknownId).detail).toContain("call_zz")
+      expect(unknownId).toMatchObject({ _tag: "RequestNotTranslatable", reason: expect.stringContaining("call_zz") })
       const badImage = yield* Effect.flip(adapter.stream(callWith({
         messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "ftp://example.com/a.png" } }] }]
       })).pipe(Effect.scoped))
-      expect(badImage).toMatchObject({ kind: "status", status: 400 })
+      expect(badImage).toMatchObject({ _tag: "RequestNotTranslatable", reason: expect.stringContaining("image_url") })
       const badArgs = yield* Effect.flip(adapter.complete(callWith({
         messages: [
           { role: "user", content: "x" },
           { role: "assistant", tool_calls: [{ id: "c", type: "function", function: { name: "f", arguments: "[1]" } }] }
         ]
       })))
-      expect(badArgs).toMatchObject({ kind: "status", status: 400 })
+      expect(badArgs).toMatchObject({ _tag: "RequestNotTranslatable", reason: expect.stringContaining("function.arguments") })
       expect(upstream.requests).toHaveLength(0)
     }))
 
@@ -637,7 +636,7 @@ describe("gemini plugin: failures", () => {
 
   it.scoped("rejects a provider whose api key variable is unset", () =>
     Effect.gen(function*() {
-      const error = yield* Effect.flip(plugin.make(providerAt("http://127.0.0.1:9/v1beta"), {}))
+      const error = yield* Effect.flip(makeAdapter(plugin, providerAt("http://127.0.0.1:9/v1beta"), {}))
       expect(error).toMatchObject({ _tag: "ProviderConfigError", field: "apiKeyEnv" })
     }))
 })
@@ -675,5 +674,39 @@ describe("gemini plugin: embeddings", () => {
       expect(yield* Effect.flip(adapter.embed!(call))).toMatchObject({ kind: "protocol" })
       upstream.behaveOnce({ status: 429, retryAfter: "3" })
       expect(yield* Effect.flip(adapter.embed!(call))).toMatchObject({ kind: "status", status: 429, retryAfterSeconds: 3 })
+    }))
+})
+
+describe("gemini plugin: options", () => {
+  const safetySettings = [{ category: "HARM_CATEGORY_DANGEROUS_CONTENT", threshold: "BLOCK_ONLY_HIGH" }]
+
+  it.scopedLive("sends the configured safetySettings with both calls, and none when unset", () =>
+    Effect.gen(function*() {
+      const { adapter, upstream } = yield* setup({ options: { safetySettings } })
+      yield* adapter.complete(callWith())
+      yield* collect(callWith(), adapter)
+      expect(upstream.requests.map((request) => request.body.safetySettings)).toEqual([safetySettings, safetySettings])
+      const plain = yield* setup()
+      yield* plain.adapter.complete(callWith())
+      expect(lastBody(plain.upstream)).not.toHaveProperty("safetySettings")
+    }))
+
+  it.scopedLive("sends the configured embedding taskType with every embedding request", () =>
+    Effect.gen(function*() {
+      const { adapter, upstream } = yield* setup({ options: { embeddingTaskType: "RETRIEVAL_DOCUMENT" } })
+      yield* adapter.embed!({ input: ["a", "b"], upstreamModel: "gemini-embedding-001" })
+      expect(lastBody(upstream).requests.map((request: { taskType?: string }) => request.taskType)).toEqual([
+        "RETRIEVAL_DOCUMENT",
+        "RETRIEVAL_DOCUMENT"
+      ])
+    }))
+
+  it.scoped("reads the clock through Effect: created, and a Retry-After given as a date", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(Date.parse("2030-01-01T00:00:00Z"))
+      const { adapter, upstream } = yield* setup()
+      expect((yield* adapter.complete(callWith())).created).toBe(Date.parse("2030-01-01T00:00:00Z") / 1000)
+      upstream.behave({ status: 429, retryAfter: "Tue, 01 Jan 2030 00:00:30 GMT" })
+      expect(yield* Effect.flip(adapter.complete(callWith()))).toMatchObject({ status: 429, retryAfterSeconds: 30 })
     }))
 })

@@ -1,8 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Deferred, Duration, Effect, Exit, Scope, Stream } from "effect"
-import { plugin } from "../plugins/openaiCompatible.ts"
+import { Chunk, Deferred, Duration, Effect, Either, Exit, Scope, Stream } from "effect"
+import { plugin } from "../plugins/providers/openaiCompatible/index.ts"
 import type { ProviderConfig } from "../services/Config.ts"
-import { providerConfigFor, upstreamCallFor, waitForAborts, upstreamFailureOf } from "./support/adapterHarness.ts"
+import { decodeOptions } from "../services/Registry.ts"
+import { providerConfigFor, upstreamCallFor, waitForAborts, upstreamFailureOf, makeAdapter } from "./support/adapterHarness.ts"
 import { acquireFakeOpenAi, FAKE_FINGERPRINT, FAKE_PROVIDER_NAME } from "./support/fakeOpenAiUpstream.ts"
 import { freePort as freeLoopbackPort } from "./support/gatewayProcess.ts"
 
@@ -16,7 +17,7 @@ const callWith = upstreamCallFor("svc/small", "upstream-model-7b")
 const setup = (overrides: Partial<ProviderConfig> = {}) =>
   Effect.gen(function*() {
     const upstream = yield* acquireFakeOpenAi
-    const adapter = yield* plugin.make(providerAt(upstream.baseUrl, overrides), env)
+    const adapter = yield* makeAdapter(plugin, providerAt(upstream.baseUrl, overrides), env)
     return { upstream, adapter }
   })
 
@@ -179,7 +180,7 @@ describe("openai-compatible plugin", () => {
   it.scopedLive("maps a refused connection to kind connection", () =>
     Effect.gen(function*() {
       const port = yield* freePort
-      const adapter = yield* plugin.make(providerAt(`http://127.0.0.1:${port}/v1`), env)
+      const adapter = yield* makeAdapter(plugin, providerAt(`http://127.0.0.1:${port}/v1`), env)
       expect(yield* Effect.flip(adapter.complete(callWith()))).toMatchObject({ kind: "connection" })
       expect(yield* Effect.flip(adapter.stream(callWith()))).toMatchObject({ kind: "connection" })
     }))
@@ -289,19 +290,47 @@ describe("openai-compatible plugin", () => {
 
   it.scoped("rejects a provider without baseUrl", () =>
     Effect.gen(function*() {
-      const error = yield* Effect.flip(plugin.make(providerAt(undefined), env))
+      const error = yield* Effect.flip(makeAdapter(plugin, providerAt(undefined), env))
       expect(error).toMatchObject({ _tag: "ProviderConfigError", field: "baseUrl" })
     }))
 
   it.scoped("rejects a provider whose api key variable is unset or empty", () =>
     Effect.gen(function*() {
-      const missing = yield* Effect.flip(plugin.make(providerAt("http://127.0.0.1:9/v1"), {}))
+      const missing = yield* Effect.flip(makeAdapter(plugin, providerAt("http://127.0.0.1:9/v1"), {}))
       expect(missing).toMatchObject({
         _tag: "ProviderConfigError",
         field: "apiKeyEnv",
         reason: "environment variable FAKE_KEY is not set"
       })
-      const empty = yield* Effect.flip(plugin.make(providerAt("http://127.0.0.1:9/v1"), { FAKE_KEY: "" }))
+      const empty = yield* Effect.flip(makeAdapter(plugin, providerAt("http://127.0.0.1:9/v1"), { FAKE_KEY: "" }))
       expect(empty).toMatchObject({ field: "apiKeyEnv" })
     }))
+})
+
+describe("openai-compatible plugin: options", () => {
+  const options = { organization: "org-42", project: "proj-7", headers: { "X-Route-Tag": "blue", "x-vendor-version": "3" } }
+
+  it.scopedLive("sends the organization, project and static headers with chat, streams and embeddings", () =>
+    Effect.gen(function*() {
+      const { adapter, upstream } = yield* setup({ options })
+      yield* adapter.complete(callWith())
+      yield* Effect.scoped(Effect.flatMap(adapter.stream(callWith()), Stream.runDrain))
+      yield* adapter.embed!({ input: ["a"], upstreamModel: "embed-1" })
+      expect(upstream.requests).toHaveLength(3)
+      for (const sent of upstream.requests) {
+        expect(sent.headers).toMatchObject({
+          "openai-organization": "org-42",
+          "openai-project": "proj-7",
+          "x-route-tag": "blue",
+          "x-vendor-version": "3",
+          authorization: "Bearer sk-test-123"
+        })
+      }
+    }))
+
+  it("refuses static headers that would replace the plugin's own, naming the field", () => {
+    const refused = decodeOptions(plugin, { headers: { Authorization: "Bearer other" } })
+    expect(Either.isLeft(refused) && refused.left.field).toBe("headers.Authorization")
+    expect(Either.isRight(decodeOptions(plugin, {}))).toBe(true)
+  })
 })

@@ -1,11 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Ajv2020 } from "ajv/dist/2020.js"
-import { Chunk, Effect, Exit, Layer, Option, Stream } from "effect"
+import { Chunk, Effect, Layer, Option, Stream } from "effect"
 import { ProviderRegistryLive } from "../layers/catalogue/ProviderRegistryLive.ts"
-import { plugin, SandboxPlugin } from "../plugins/sandbox.ts"
+import { plugin, SandboxPlugin } from "../plugins/providers/sandbox/index.ts"
 import { jsonSchemaSample } from "../plugins/support/jsonSchemaSample.ts"
 import type { ChatChunk, ChatCompletion, ChatRequest, FunctionTool } from "../services/Chat.ts"
 import { ProviderRegistry } from "../services/Providers.ts"
+import { makeAdapter } from "./support/adapterHarness.ts"
 
 const ajv = new Ajv2020({ strict: false })
 for (const [name, pattern] of Object.entries({
@@ -24,7 +25,7 @@ const expectValid = (schema: object, value: unknown) => {
 const MODEL = "sandbox-1"
 type Body = Partial<ChatRequest> & Pick<ChatRequest, "messages">
 const provider = { id: "sandbox", plugin: "sandbox", timeoutMs: 60_000, deployments: [] }
-const adapter = plugin.make(provider, {}).pipe(Effect.scoped)
+const adapter = makeAdapter(plugin, provider, {}).pipe(Effect.scoped)
 const call = (request: Body) => ({ request: { model: "svc/sandbox", ...request }, upstreamModel: MODEL })
 /** The sandbox always reports usage (billing relies on it when it serves). */
 const complete = (request: Body) =>
@@ -151,10 +152,10 @@ describe("sandbox plugin", () => {
       expect(toolCallOf(required)?.function.name).toBe("get_weather")
     }))
 
-  it.effect("fails like an upstream 400 when tool_choice names an unknown tool", () =>
+  it.effect("is not translatable when tool_choice names an unknown tool", () =>
     Effect.gen(function*() {
-      const exit = yield* Effect.exit(complete({ messages: user("x"), tools, tool_choice: named("nope") }))
-      expect(Exit.isFailure(exit)).toBe(true)
+      const error = yield* Effect.flip(complete({ messages: user("x"), tools, tool_choice: named("nope") }))
+      expect(error).toMatchObject({ _tag: "RequestNotTranslatable", reason: expect.stringContaining("tool_choice") })
     }))
 
   it.effect("answers in text when tool_choice is none", () =>

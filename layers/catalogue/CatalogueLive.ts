@@ -1,15 +1,16 @@
 /**
  * The catalogue built once at start from the house tier, the configured
  * models and the providers' deployments. Any inconsistency (unknown model or
- * plugin, duplicate id, a provider its plugin rejects) stops the start with a
+ * plugin, duplicate id, options or a provider its plugin rejects) stops the start with a
  * `ConfigInvalid` naming the field.
  */
-import { Effect, Layer, Option } from "effect"
+import { Effect, Either, Layer, Option } from "effect"
 import { Catalogue, type Deployment, type Model, type TokenPrice } from "../../services/Catalogue.ts"
 import { AppConfig, type Capability, ConfigInvalid, type ModelConfig, type PrivacyClass, type ProviderPrivacy } from "../../services/Config.ts"
 import { parseUsd } from "../../services/Money.ts"
 import { CLASS_RANK } from "../../services/Privacy.ts"
 import { ProviderRegistry } from "../../services/Providers.ts"
+import { decodeOptions } from "../../services/Registry.ts"
 import { houseModels } from "./houseModels.ts"
 
 /** An upstream that says nothing about its policy counts as storing, logging and training. */
@@ -83,7 +84,12 @@ export const CatalogueLive = Layer.scoped(
         const known = registry.ids().join(", ")
         return yield* new ConfigInvalid({ field: `${at}.plugin`, reason: `unknown plugin "${provider.plugin}" (known: ${known})` })
       }
-      const adapter = yield* plugin.value.make(provider, config.env).pipe(
+      const options = decodeOptions(plugin.value, provider.options ?? {})
+      if (Either.isLeft(options)) {
+        const { field, reason } = options.left
+        return yield* new ConfigInvalid({ field: `${at}.options${field === "" ? "" : `.${field}`}`, reason })
+      }
+      const adapter = yield* plugin.value.make(provider, options.right, config.env).pipe(
         Effect.mapError((error) => new ConfigInvalid({ field: `${at}.${error.field}`, reason: error.reason }))
       )
       const policy = provider.privacy ?? plugin.value.privacyDefaults ?? unknownPolicy

@@ -100,7 +100,7 @@ export const makeJwtVerifier = (options: JwtVerifierOptions = {}): AttestationVe
       })
       if (!response.ok) {
         yield* Effect.promise(() => response.body?.cancel().catch(() => undefined) ?? Promise.resolve())
-        const after = retryAfterSeconds(response.headers.get("retry-after") ?? undefined)
+        const after = retryAfterSeconds(response.headers.get("retry-after") ?? undefined, yield* Clock.currentTimeMillis)
         return yield* Effect.fail(refused(
           "verifier_unreachable",
           `attestation runtime answered ${response.status}`,

@@ -3,6 +3,7 @@
  * pass). A shape we cannot use throws `Malformed`, which adapters turn into a
  * `protocol` failure with `protocolFailureOf`.
  */
+import { Clock, Effect } from "effect"
 import { UpstreamFailure } from "../../services/Providers.ts"
 
 export type Json = Record<string, unknown>
@@ -45,4 +46,5 @@ export const errorKindOf = (error: unknown): string => {
     .join(" ") || "unspecified"
 }
 
-export const nowSeconds = () => Math.floor(Date.now() / 1000)
+/** The time in whole seconds, read from Effect's `Clock` (so a TestClock controls it). */
+export const nowSeconds: Effect.Effect<number> = Effect.map(Clock.currentTimeMillis, (millis) => Math.floor(millis / 1000))

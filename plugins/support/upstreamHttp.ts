@@ -4,7 +4,7 @@
  * scope closes, and the mapping of transport errors and non-2xx answers to
  * `UpstreamFailure` (with `Retry-After` kept for the router).
  */
-import { Effect, type Scope } from "effect"
+import { Clock, Effect, type Scope } from "effect"
 import { Agent, type Dispatcher } from "undici"
 import type { ProviderConfig } from "../../services/Config.ts"
 import { ProviderConfigError, UpstreamFailure } from "../../services/Providers.ts"
@@ -38,19 +38,19 @@ const errorBodyKindOf = async (body: AsyncIterable<Uint8Array>): Promise<string>
   }
 }
 
-/** `Retry-After` in seconds (delta-seconds or an HTTP date), when present and sane. */
-export const retryAfterSeconds = (header: string | ReadonlyArray<string> | undefined, now = Date.now()) => {
+/** `Retry-After` in seconds (delta-seconds or an HTTP date, against `nowMillis` from `Clock`), when present and sane. */
+export const retryAfterSeconds = (header: string | ReadonlyArray<string> | undefined, nowMillis: number) => {
   const value = Array.isArray(header) ? header[0] : header
   if (typeof value !== "string" || value.trim() === "") return undefined
-  const seconds = /^\d+(\.\d+)?$/.test(value.trim()) ? Number(value) : (Date.parse(value) - now) / 1000
+  const seconds = /^\d+(\.\d+)?$/.test(value.trim()) ? Number(value) : (Date.parse(value) - nowMillis) / 1000
   return Number.isFinite(seconds) ? Math.max(0, seconds) : undefined
 }
 
 /** A non-2xx answer as a failure. */
 export const statusFailure = (response: ResponseData) =>
-  Effect.promise(() => errorBodyKindOf(response.body)).pipe(
-    Effect.flatMap((kind) => {
-      const retryAfter = retryAfterSeconds(response.headers["retry-after"])
+  Effect.all([Effect.promise(() => errorBodyKindOf(response.body)), Clock.currentTimeMillis]).pipe(
+    Effect.flatMap(([kind, nowMillis]) => {
+      const retryAfter = retryAfterSeconds(response.headers["retry-after"], nowMillis)
       return new UpstreamFailure({
         kind: "status",
         status: response.statusCode,

@@ -2,10 +2,11 @@
  * What the provider-adapter tests share: a provider config pointing at a
  * fake upstream, the call they send, and ways to read what a stream delivered.
  */
-import { Effect, Stream } from "effect"
+import { Effect, Either, Stream } from "effect"
 import type { ChatChunk, ChatRequest } from "../../services/Chat.ts"
 import type { ProviderConfig } from "../../services/Config.ts"
-import type { AdapterFailure, UpstreamCall, UpstreamFailure } from "../../services/Providers.ts"
+import type { AdapterFailure, ProviderPlugin, UpstreamCall, UpstreamFailure } from "../../services/Providers.ts"
+import { decodeOptions } from "../../services/Registry.ts"
 
 /** A provider of this plugin at `baseUrl`, with a short timeout and no deployments. */
 export const providerConfigFor = (fixed: Pick<ProviderConfig, "id" | "plugin" | "apiKeyEnv">) =>
@@ -16,6 +17,17 @@ export const providerConfigFor = (fixed: Pick<ProviderConfig, "id" | "plugin" | 
   deployments: [],
   ...overrides
 })
+
+/** The adapter `plugin` makes for `provider`, with its `options` decoded as the catalogue decodes them. */
+export const makeAdapter = <O>(
+  plugin: ProviderPlugin<O>,
+  provider: ProviderConfig,
+  env: Readonly<Record<string, string | undefined>>
+) =>
+  Either.match(decodeOptions(plugin, provider.options ?? {}), {
+    onLeft: ({ field, reason }) => Effect.dieMessage(`options.${field}: ${reason}`),
+    onRight: (options) => plugin.make(provider, options, env)
+  })
 
 /** A call of `model` to `upstreamModel` saying hello, with the request fields given. */
 export const upstreamCallFor = (model: string, defaultUpstreamModel: string) =>

@@ -1,0 +1,88 @@
+/**
+ * Plugin for Google's Gemini API (`generateContent`, `streamGenerateContent`
+ * with `alt=sse`, `batchEmbedContents`; default base URL
+ * `https://generativelanguage.googleapis.com/v1beta`). Requests are translated
+ * from our OpenAI-style shape (`messages.ts`, `schema.ts`, `request.ts`);
+ * answers are rebuilt from known fields only (`response.ts`, `stream.ts`,
+ * `embed.ts`).
+ */
+import { Effect, Schema } from "effect"
+import type { ProviderConfig } from "../../../services/Config.ts"
+import { type ProviderAdapter, type ProviderPlugin, registerPlugin } from "../../../services/Providers.ts"
+import { nowSeconds, protocolFailureOf } from "../../support/json.ts"
+import { translated } from "../../support/translate.ts"
+import { apiKeyOf, baseUrlOf, makeUpstreamHttp, requestHeaders } from "../../support/upstreamHttp.ts"
+import { embeddingsBody, embeddingsOf } from "./embed.ts"
+import { generateContentBody, modelPathOf } from "./request.ts"
+import { completionOf } from "./response.ts"
+import { chunksOf } from "./stream.ts"
+
+const DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
+
+const SafetySetting = Schema.Struct({
+  category: Schema.String.pipe(Schema.pattern(/^HARM_CATEGORY_[A-Z_]+$/, { message: () => "expected HARM_CATEGORY_…" })),
+  threshold: Schema.Literal(
+    "BLOCK_LOW_AND_ABOVE",
+    "BLOCK_MEDIUM_AND_ABOVE",
+    "BLOCK_ONLY_HIGH",
+    "BLOCK_NONE",
+    "OFF",
+    "HARM_BLOCK_THRESHOLD_UNSPECIFIED"
+  )
+})
+
+export const GeminiOptions = Schema.Struct({
+  /** Sent as `safetySettings` with every generateContent call (Gemini's own defaults otherwise). */
+  safetySettings: Schema.optional(Schema.Array(SafetySetting)),
+  /** `taskType` of every embedding request: what the vectors are for. */
+  embeddingTaskType: Schema.optional(Schema.Literal(
+    "RETRIEVAL_QUERY",
+    "RETRIEVAL_DOCUMENT",
+    "SEMANTIC_SIMILARITY",
+    "CLASSIFICATION",
+    "CLUSTERING",
+    "QUESTION_ANSWERING",
+    "FACT_VERIFICATION",
+    "CODE_RETRIEVAL_QUERY"
+  ))
+})
+export type GeminiOptions = typeof GeminiOptions.Type
+
+const make = (provider: ProviderConfig, options: GeminiOptions, env: Readonly<Record<string, string | undefined>>) =>
+  Effect.gen(function*() {
+    const { basePath, origin } = yield* baseUrlOf(provider, "gemini", DEFAULT_BASE_URL)
+    const apiKey = yield* apiKeyOf(provider, env)
+    const http = yield* makeUpstreamHttp(origin, provider.timeoutMs)
+    // The key goes in a header, never in the URL (URLs end up in logs).
+    const { json: jsonHeaders, sse: sseHeaders } = requestHeaders(apiKey ? { "x-goog-api-key": apiKey } : {})
+    const pathFor = (upstreamModel: string, method: string) => `${basePath}/${modelPathOf(upstreamModel)}:${method}`
+
+    const complete: ProviderAdapter["complete"] = (call) =>
+      Effect.scoped(Effect.gen(function*() {
+        const body = yield* translated(() => generateContentBody(call.request, options.safetySettings))
+        const response = yield* http.post(pathFor(call.upstreamModel, "generateContent"), body, jsonHeaders)
+        const text = yield* http.text(response)
+        const now = yield* nowSeconds
+        return yield* Effect.try({ try: () => completionOf(JSON.parse(text), call.upstreamModel, now), catch: protocolFailureOf })
+      }))
+
+    const stream: ProviderAdapter["stream"] = (call) =>
+      Effect.gen(function*() {
+        const body = yield* translated(() => generateContentBody(call.request, options.safetySettings))
+        const response = yield* http.post(pathFor(call.upstreamModel, "streamGenerateContent?alt=sse"), body, sseHeaders)
+        return chunksOf(response.body, call.upstreamModel, yield* nowSeconds)
+      })
+
+    const embed: NonNullable<ProviderAdapter["embed"]> = (call) =>
+      Effect.scoped(Effect.gen(function*() {
+        const response = yield* http.post(pathFor(call.upstreamModel, "batchEmbedContents"), embeddingsBody(call, options.embeddingTaskType), jsonHeaders)
+        const text = yield* http.text(response)
+        return yield* Effect.try({ try: () => embeddingsOf(JSON.parse(text), call.input), catch: protocolFailureOf })
+      }))
+
+    return { complete, stream, embed } satisfies ProviderAdapter
+  })
+
+export const plugin: ProviderPlugin<GeminiOptions> = { id: "gemini", options: GeminiOptions, make }
+
+export const GeminiPlugin = registerPlugin(plugin)
