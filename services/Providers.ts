@@ -1,8 +1,8 @@
 /**
  * Provider plugins and the adapters they make. An adapter speaks one upstream
  * wire format and translates to and from the neutral shapes in Chat.ts (and
- * Embeddings.ts);
- * its failures are `UpstreamFailure`s, never the upstream's own error types.
+ * Embeddings.ts); its failures are `UpstreamFailure`s (never the upstream's
+ * own error types), or `RequestNotTranslatable` for a request it cannot express.
  */
 import { Context, Data, type Effect, type Scope, type Stream } from "effect"
 import type { ChatChunk, ChatCompletion, ChatRequest } from "./Chat.ts"
