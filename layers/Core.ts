@@ -7,7 +7,6 @@ import { Layer } from "effect"
 import type { Ledger } from "../services/Ledger.ts"
 import { Plugins } from "../plugins/index.ts"
 import { JwtAttestationVerifierLive } from "../plugins/attestation/jwt.ts"
-import { RouterModes } from "../plugins/router/index.ts"
 import { AccountsPg } from "./accounts/AccountsPg.ts"
 import { AdmissionLive } from "./admission/AdmissionLive.ts"
 import { BillingLive } from "./billing/BillingLive.ts"
@@ -31,14 +30,11 @@ import { MigrationsLive } from "./storage/Migrations.ts"
 import { PricingLive } from "./billing/PricingLive.ts"
 import { ProviderRegistryLive } from "./catalogue/ProviderRegistryLive.ts"
 import { ReservationSweeper } from "./billing/ReservationSweeper.ts"
-import { RouterStrategiesLive } from "./routing/RouterStrategiesLive.ts"
+import { RouterModesLive } from "./routing/RouterModesLive.ts"
 import { SealedPromptsPg } from "./privacy/SealedPromptsPg.ts"
 import { TranscriptsPg } from "./privacy/TranscriptsPg.ts"
 
 const Storage = MigrationsLive.pipe(Layer.provideMerge(DatabaseLive))
-
-/** The router modes, registered by their plugin Layers. */
-const RouterModesLive = RouterModes.pipe(Layer.provideMerge(RouterStrategiesLive))
 
 const Catalogue = CatalogueLive.pipe(
   Layer.provide(Plugins),

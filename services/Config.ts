@@ -154,9 +154,14 @@ export const ConfigFile = Schema.Struct({
   routing: Schema.optionalWith(
     Schema.Struct({
       health: Schema.optionalWith(HealthSettings, { default: () => healthDefaults }),
-      retry: Schema.optionalWith(RetrySettings, { default: () => retryDefaults })
+      retry: Schema.optionalWith(RetrySettings, { default: () => retryDefaults }),
+      /**
+       * Options of each router mode, by mode name (`{"fast": {"maxP95Ratio": 2.5}}`); each mode decodes
+       * its own at start (services/Router.ts `registerStrategy`), and an unknown mode name stops the start.
+       */
+      modes: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.Unknown }), { default: () => ({}) })
     }),
-    { default: () => ({ health: healthDefaults, retry: retryDefaults }) }
+    { default: () => ({ health: healthDefaults, retry: retryDefaults, modes: {} }) }
   ),
   promptStorage: Schema.optionalWith(
     Schema.Struct({

@@ -46,5 +46,5 @@ export const decodeOptions = <Options>(
     }
   )
 
-/** Options of a plugin that takes none. */
-export const NoOptions = Schema.Struct({})
+/** Options of a plugin that takes none: an empty object (an empty `Schema.Struct` would let any value through). */
+export const NoOptions = Schema.Record({ key: Schema.String, value: Schema.Never })

@@ -4,9 +4,12 @@ import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
-import { Effect, Either, Redacted } from "effect"
+import { Effect, Either, Layer, Redacted } from "effect"
 import { describe, expect, it } from "vitest"
 import { loadConfig, parseConfigFile } from "../layers/platform/ConfigLive.ts"
+import { RouterModesLive } from "../layers/routing/RouterModesLive.ts"
+import { AppConfig, type AppConfigShape } from "../services/Config.ts"
+import { RouterStrategies } from "../services/Router.ts"
 
 const run = promisify(execFile)
 
@@ -83,6 +86,38 @@ describe("config decoding", () => {
   })
 })
 
+describe("router mode options (routing.modes)", () => {
+  /** Starts the router modes alone with `json` as the config file: "started" or the ConfigInvalid line. */
+  const start = (json: unknown) => {
+    const file = Either.getOrThrow(parseConfigFile(json))
+    const config = { file, providers: [], env: {} } as unknown as AppConfigShape
+    return Effect.runPromise(
+      Effect.scoped(Layer.build(RouterModesLive.pipe(Layer.provide(Layer.succeed(AppConfig, config))))).pipe(
+        Effect.flatMap((context) => Effect.succeed(context.unsafeMap.has(RouterStrategies.key) ? "started" : "no modes")),
+        Effect.catchTag("ConfigInvalid", (error) => Effect.succeed(error.message))
+      )
+    )
+  }
+
+  it("accepts each mode's own options, and none", async () => {
+    expect(await start({})).toBe("started")
+    expect(await start({ routing: { modes: { fast: { maxP95Ratio: 2.5 }, best: { minQuality: 0.6 }, auto: {} } } }))
+      .toBe("started")
+  })
+
+  it.each([
+    [{ fast: { maxP95Ratio: 0.5 } }, /^routing\.modes\.fast\.maxP95Ratio: /],
+    [{ fast: { maxP95Ratio: "3" } }, /^routing\.modes\.fast\.maxP95Ratio: /],
+    [{ fast: { ratio: 3 } }, /^routing\.modes\.fast\.ratio: /],
+    [{ best: { minQuality: 2 } }, /^routing\.modes\.best\.minQuality: /],
+    [{ cheapest: { anything: true } }, /^routing\.modes\.cheapest\.anything: /],
+    [{ fast: 3 }, /^routing\.modes\.fast: /],
+    [{ fastest: {} }, /^routing\.modes\.fastest: unknown router mode "fastest" \(known: .*fast/]
+  ])("refuses %j naming the field", async (modes, line) => {
+    expect(await start({ routing: { modes } })).toMatch(line)
+  })
+})
+
 describe("starting with a bad config", () => {
   const start = async (config: string, env: Record<string, string> = {}) => {
     const dir = mkdtempSync(join(tmpdir(), "svc-badconfig-"))
@@ -126,6 +161,10 @@ describe("starting with a bad config", () => {
     ],
     [JSON.stringify({ routing: { retry: { maxAttempts: 0 } } }), /^svc: invalid configuration: routing\.retry\.maxAttempts: /],
     [JSON.stringify({ routing: { health: { failureThreshold: "3" } } }), /^svc: invalid configuration: routing\.health\.failureThreshold: /],
+    [
+      JSON.stringify({ routing: { modes: { fast: { maxP95Ratio: 0 } } } }),
+      /^svc: invalid configuration: routing\.modes\.fast\.maxP95Ratio: /
+    ],
     [JSON.stringify({ promptStorage: { standardRoute: "yes" } }), /^svc: invalid configuration: promptStorage\.standardRoute: /],
     [JSON.stringify({ promptStorage: { retentionDays: 0 } }), /^svc: invalid configuration: promptStorage\.retentionDays: /]
   ])("%s → exit 1 and one line", async (config, line) => {

@@ -8,6 +8,9 @@
  *   (OpenRouter's semantics; `route: "fallback"` is the default). With
  *   `route: "auto"` the `auto` mode ranks them instead.
  *
+ * A mode may also leave models out (`fast` its slow outliers); the plan keeps
+ * why, per model, beside the short reason for the first.
+ *
  * Models that cannot serve the request (a capability it needs, or a context
  * too small) are left out; when none is left the request is refused with 400:
  * `context_length_exceeded` when context was the only obstacle, else
@@ -17,13 +20,15 @@ import { Effect, Option } from "effect"
 import { ContextLengthExceeded, InvalidRequest } from "../../services/ApiError.ts"
 import type { Catalogue, Model } from "../../services/Catalogue.ts"
 import type { ChatRequest } from "../../services/Chat.ts"
-import type { Candidate, RequestShape, RouterStrategies } from "../../services/Router.ts"
+import type { Candidate, Dropped, RequestShape, RouterStrategies } from "../../services/Router.ts"
 import { type Ineligible, ineligibility, paramOf } from "./requestShape.ts"
 
 export interface RoutePlan {
   readonly models: ReadonlyArray<Model>
   /** Why the first model was chosen (for `provider.route`). */
   readonly reason: string
+  /** Eligible models the router mode left out, and why. */
+  readonly dropped: ReadonlyArray<Dropped>
 }
 
 const unknownModel = (id: string, param: string) =>
@@ -90,8 +95,19 @@ export const planRoute = (
 
     const strategy = Option.isSome(mode) ? mode : request.route === "auto" ? strategies.get("auto") : Option.none()
     if (Option.isNone(strategy)) {
-      return { models: eligible, reason: eligible[0]!.id === request.model ? "requested model" : "first listed model" }
+      const reason = eligible[0]!.id === request.model ? "requested model" : "first listed model"
+      return { models: eligible, reason, dropped: [] }
     }
     const ranking = strategy.value.rank(eligible.map(candidateOf), shape)
-    return { models: ranking.order.map((candidate) => candidate.model), reason: `${strategy.value.id}: ${ranking.reason}` }
+    if (ranking.order.length === 0) return yield* Effect.dieMessage(`router mode ${strategy.value.id} left no model`)
+    if (ranking.dropped.length > 0) {
+      yield* Effect.logDebug("router mode left models out").pipe(
+        Effect.annotateLogs({ mode: strategy.value.id, dropped: ranking.dropped })
+      )
+    }
+    return {
+      models: ranking.order.map((candidate) => candidate.model),
+      reason: `${strategy.value.id}: ${ranking.reason}`,
+      dropped: ranking.dropped
+    }
   })

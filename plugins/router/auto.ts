@@ -29,7 +29,7 @@ const WEIGHTS: Record<RequestClass, { quality: number; cost: number; latency: nu
   simple: { quality: 0.2, cost: 0.5, latency: 0.3 }
 }
 
-export const strategy: RouterStrategy = {
+export const strategy: RouterStrategy<typeof NoOptions.Type> = {
   id: "auto",
   options: NoOptions,
   rank: (candidates, shape) => {
@@ -42,7 +42,11 @@ export const strategy: RouterStrategy = {
       weights.quality * quality(c) + weights.cost * (1 - cost(c)) + weights.latency * (1 - latency(c))
     const scored = candidates.map((candidate) => ({ candidate, score: score(candidate) }))
     scored.sort((a, b) => b.score - a.score || byCostThenQuality(a.candidate, b.candidate))
-    return { order: scored.map((entry) => entry.candidate), reason: `balanced for a ${requestClass} request` }
+    return {
+      order: scored.map((entry) => entry.candidate),
+      reason: `balanced for a ${requestClass} request`,
+      dropped: []
+    }
   }
 }
 

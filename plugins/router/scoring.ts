@@ -1,5 +1,5 @@
-/** What the strategies share: stable tie-breaks and scaling of cost, latency and quality to [0, 1]. */
-import type { Candidate } from "../../services/Router.ts"
+/** What the strategies share: stable tie-breaks, scaling of cost, latency and quality to [0, 1], and leaving candidates out. */
+import type { Candidate, Dropped } from "../../services/Router.ts"
 
 /** Cheaper first, then higher quality, then id: the order every strategy falls back on. */
 export const byCostThenQuality = (a: Candidate, b: Candidate) =>
@@ -32,4 +32,22 @@ export const latencyScale = (candidates: ReadonlyArray<Candidate>) => {
 export const qualityScale = (candidates: ReadonlyArray<Candidate>) => {
   const scale = scaled(candidates.map((c) => c.model.quality))
   return (candidate: Candidate) => scale(candidate.model.quality)
+}
+
+/**
+ * Leaves out of `order` the candidates `why` gives a reason for, except the first: a mode never leaves
+ * out its best, so what remains is never empty.
+ */
+export const leaveOut = (
+  order: ReadonlyArray<Candidate>,
+  why: (candidate: Candidate) => string | undefined
+): { readonly order: ReadonlyArray<Candidate>; readonly dropped: ReadonlyArray<Dropped> } => {
+  const kept: Array<Candidate> = []
+  const dropped: Array<Dropped> = []
+  for (const [index, candidate] of order.entries()) {
+    const reason = index === 0 ? undefined : why(candidate)
+    if (reason === undefined) kept.push(candidate)
+    else dropped.push({ model: candidate.model.id, reason })
+  }
+  return { order: kept, dropped }
 }
