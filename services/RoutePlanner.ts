@@ -18,6 +18,7 @@ import type { AdmittedChat } from "./Admission.ts"
 import type { Deployment, Model } from "./Catalogue.ts"
 import type { Nanos } from "./Money.ts"
 import type { PrivacyDecision } from "./PrivacyPolicy.ts"
+import type { Dropped } from "./Router.ts"
 
 /** One route: a model and one of its deployments. */
 export interface Target {
@@ -28,6 +29,8 @@ export interface Target {
 export interface Route {
   /** Why the first model was chosen (for `provider.route`; names no provider). */
   readonly reason: string
+  /** Models the router mode left out, and why (with the first `provider.route`). */
+  readonly dropped: ReadonlyArray<Dropped>
   readonly privacy: PrivacyDecision
   /** In the order to try them. */
   readonly targets: ReadonlyArray<Target>

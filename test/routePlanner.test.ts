@@ -32,8 +32,8 @@ const cheapThin = testDeployment(cheap, "thin/0", { adapter, cost: { input: usd(
 const dearA = testDeployment(dear, "a/1", { adapter, cost: { input: usd(2), output: usd(4) } })
 const smallA = testDeployment(small, "a/2", { adapter })
 
-/** Health views to script: every deployment closed and unmeasured unless listed as open. */
-const HealthScripted = (open: ReadonlyArray<string>) =>
+/** Health views to script: every deployment closed and unmeasured unless listed as open or given a p95. */
+const HealthScripted = (open: ReadonlyArray<string>, p95: Readonly<Record<string, number>> = {}) =>
   Layer.succeed(Health, {
     record: () => Effect.void,
     admits: (id) => Effect.succeed(!open.includes(id)),
@@ -44,8 +44,8 @@ const HealthScripted = (open: ReadonlyArray<string>) =>
       requests: 0,
       failures: 0,
       fallbacks: 0,
-      p50LatencyMs: undefined,
-      p95LatencyMs: undefined,
+      p50LatencyMs: p95[id] !== undefined ? p95[id] / 2 : undefined,
+      p95LatencyMs: p95[id],
       p50TtftMs: undefined,
       tokensPerSecond: undefined,
       retryAt: undefined
@@ -63,7 +63,13 @@ const BillingEstimates = Layer.effect(
   }))
 )
 
-const planner = (options: { readonly open?: ReadonlyArray<string>; readonly config?: unknown } = {}) =>
+const planner = (
+  options: {
+    readonly open?: ReadonlyArray<string>
+    readonly p95?: Readonly<Record<string, number>>
+    readonly config?: unknown
+  } = {}
+) =>
   RoutePlannerLive.pipe(
     Layer.provide(Layer.mergeAll(PrivacyPolicyLive, BillingEstimates, RouterModes)),
     Layer.provideMerge(Layer.mergeAll(
@@ -72,7 +78,7 @@ const planner = (options: { readonly open?: ReadonlyArray<string>; readonly conf
         { model: dear, deployments: [dearA] },
         { model: small, deployments: [smallA] }
       ]),
-      HealthScripted(options.open ?? []),
+      HealthScripted(options.open ?? [], options.p95),
       RouterStrategiesLive,
       Layer.succeed(AppConfig, testConfig(options.config ?? {})),
       Layer.succeed(Attestation, { verdict: () => Effect.die("not used") }),
@@ -136,4 +142,11 @@ describe("route planning stage", () => {
       expect(yield* Effect.flip(plan({ model: "svc/small" }, 60))).toMatchObject({ _tag: "ContextLengthExceeded" })
       expect(yield* Effect.flip(plan({ model: "svc/nope" }))).toMatchObject({ _tag: "InvalidRequest", param: "model" })
     }).pipe(Effect.provide(planner())))
+
+  it.effect("tells which models a router mode left out, and why, with the route", () =>
+    Effect.gen(function*() {
+      const route = yield* plan({ model: "fast" })
+      expect(route.targets.map((target) => target.model.id)).not.toContain("svc/dear")
+      expect(route.dropped).toEqual([{ model: "svc/dear", reason: expect.stringContaining("p95") }])
+    }).pipe(Effect.provide(planner({ p95: { "a/0": 100, "b/0": 100, "thin/0": 100, "a/1": 2000, "a/2": 120 } }))))
 })

@@ -28,7 +28,7 @@ export const CallRecorderLive = Layer.effect(
           }), { discard: true }))
 
     return CallRecorder.of({
-      receiptEvents: (route, attempts) => [...routeEvents(attempts, route.reason), ...route.privacy.events],
+      receiptEvents: (route, attempts) => [...routeEvents(attempts, route), ...route.privacy.events],
       rejected: (principal, model, refusal) =>
         withoutReceipt(principal, [{
           type: "privacy.rejected",
@@ -38,7 +38,7 @@ export const CallRecorderLive = Layer.effect(
             reason: refusal._tag === "RuntimeUnavailable" ? refusal.reason : "not_earnable"
           }
         }]),
-      routesFailed: (principal, route, attempts) => withoutReceipt(principal, routeEvents(attempts, route.reason))
+      routesFailed: (principal, route, attempts) => withoutReceipt(principal, routeEvents(attempts, route))
     })
   })
 )

@@ -1,12 +1,17 @@
 /**
  * The routing events of a call, from its attempts: `provider.route` for every
- * attempt (model, tier, why, attempt number) and `provider.fallback` for every
+ * attempt (model, tier, why, attempt number; the first also names the models
+ * the router mode left out) and `provider.fallback` for every
  * move to another attempt (from, to, why). They name models, never providers.
  */
 import type { CallEvent } from "../../services/Ledger.ts"
+import type { Route } from "../../services/RoutePlanner.ts"
 import type { AttemptLog } from "../../services/Upstream.ts"
 
-export const routeEvents = (attempts: ReadonlyArray<AttemptLog>, reason: string): ReadonlyArray<CallEvent> =>
+export const routeEvents = (
+  attempts: ReadonlyArray<AttemptLog>,
+  plan: Pick<Route, "reason" | "dropped">
+): ReadonlyArray<CallEvent> =>
   attempts.flatMap((attempt, i): Array<CallEvent> => {
     const previous = attempts[i - 1]
     const route: CallEvent = {
@@ -14,9 +19,11 @@ export const routeEvents = (attempts: ReadonlyArray<AttemptLog>, reason: string)
       data: {
         model: attempt.model,
         tier: attempt.tier,
-        reason: previous === undefined ? reason : `retry after ${previous.failure ?? "a failure"}`,
+        reason: previous === undefined ? plan.reason : `retry after ${previous.failure ?? "a failure"}`,
         attempt: i + 1,
-        outcome: attempt.outcome
+        outcome: attempt.outcome,
+        // What the router mode left out, and why: told once, with the first route.
+        ...(previous === undefined && plan.dropped.length > 0 ? { dropped: plan.dropped } : {})
       }
     }
     if (previous === undefined) return [route]

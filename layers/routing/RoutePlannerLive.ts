@@ -74,7 +74,7 @@ export const RoutePlannerLive = Layer.effect(
               message: "Every route for this request is recovering from failures; try again shortly."
             })
           }
-          return { reason: planned.reason, privacy, targets, amount }
+          return { reason: planned.reason, dropped: planned.dropped, privacy, targets, amount }
         })
     })
   })
