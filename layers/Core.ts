@@ -6,7 +6,7 @@
 import { Layer } from "effect"
 import type { Ledger } from "../services/Ledger.ts"
 import { Plugins } from "../plugins/index.ts"
-import { JwtAttestationVerifierLive } from "../plugins/attestation/jwt.ts"
+import { AttestationVerifierPlugins } from "../plugins/attestation/index.ts"
 import { AccountsPg } from "./accounts/AccountsPg.ts"
 import { AdmissionLive } from "./admission/AdmissionLive.ts"
 import { BillingLive } from "./billing/BillingLive.ts"
@@ -16,6 +16,7 @@ import { RoutePlannerLive } from "./routing/RoutePlannerLive.ts"
 import { UpstreamLive } from "./upstream/UpstreamLive.ts"
 import { ApiKeysPg } from "./accounts/ApiKeysPg.ts"
 import { AttestationLive } from "./privacy/AttestationLive.ts"
+import { AttestationVerifiersLive } from "./privacy/AttestationVerifiersLive.ts"
 import { CatalogueLive } from "./catalogue/CatalogueLive.ts"
 import { ChatGatewayLive } from "./gateway/ChatGatewayLive.ts"
 import { DatabaseLive } from "./storage/Database.ts"
@@ -36,9 +37,13 @@ import { TranscriptsPg } from "./privacy/TranscriptsPg.ts"
 
 const Storage = MigrationsLive.pipe(Layer.provideMerge(DatabaseLive))
 
+/** The attestation verifiers, registered by their plugin Layers; read by the catalogue (at start) and `Attestation`. */
+const Verifiers = AttestationVerifierPlugins.pipe(Layer.provideMerge(AttestationVerifiersLive))
+
 const Catalogue = CatalogueLive.pipe(
   Layer.provide(Plugins),
-  Layer.provide(ProviderRegistryLive)
+  Layer.provide(ProviderRegistryLive),
+  Layer.provide(Verifiers)
 )
 
 /** The services with a given ledger: the real one in `Core`, a no-op one in the billing benchmark. */
@@ -56,7 +61,7 @@ export const coreWith = <E, R>(ledger: Layer.Layer<Ledger, E, R>) => {
     Layer.provideMerge(Layer.mergeAll(HealthPg, HealthReportPg)),
     Layer.provideMerge(Money),
     Layer.provideMerge(RouterModesLive),
-    Layer.provideMerge(AttestationLive().pipe(Layer.provide(JwtAttestationVerifierLive()))),
+    Layer.provideMerge(AttestationLive().pipe(Layer.provide(Verifiers))),
     // Built first: a config mistake the catalogue finds stops the start before the database opens.
     Layer.provideMerge(Catalogue),
     Layer.provideMerge(PricingLive),

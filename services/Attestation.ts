@@ -4,15 +4,23 @@
  * what code it runs. `Attestation` hands out a fresh verdict for a provider or
  * refuses; it fails closed (no fresh verdict, no confidential route).
  *
- * Verifiers are plugins: one `AttestationVerifier` fetches and checks the
- * runtime's evidence for a nonce (plugins/attestation/jwt.ts is the JWT one);
- * another kind of evidence (a TEE quote) is one more plugin file.
+ * Verifiers are plugins keyed by the block's `kind` (default `"jwt"`), like
+ * provider plugins and router modes: each declares the schema of its own
+ * options and registers itself in `AttestationVerifiers`
+ * (plugins/attestation/index.ts lists them).
  */
-import { Context, Data, Effect, Layer } from "effect"
-import type { Attestation as AttestationSchema } from "./Config.ts"
+import { Context, Data, Effect, Either, Option } from "effect"
+import { type Attestation as AttestationSchema, AttestationCommon as CommonSchema } from "./Config.ts"
+import { decodeOptions, type OptionsRefused, type Plugin, registerIn, type Registry } from "./Registry.ts"
 
-/** A provider's `privacy.attestation` block. */
+/** A provider's `privacy.attestation` block: the common fields and its kind's options, not yet decoded. */
 export type AttestationConfig = typeof AttestationSchema.Type
+
+/** The fields every kind shares (what `checkClaims` and the verdict's lifetime need). */
+export type AttestationCommon = typeof CommonSchema.Type
+
+/** The kind of a block that names none. */
+export const DEFAULT_ATTESTATION_KIND = "jwt"
 
 export type AttestationRefusalReason =
   | "attestation_expired"
@@ -49,21 +57,49 @@ export interface Verdict {
   readonly expiresAt: Date
 }
 
-/** A verifier plugin: fetches the runtime's evidence for `nonce` and checks it, or refuses. */
-export interface AttestationVerifierPlugin {
-  readonly id: string
-  readonly verify: (config: AttestationConfig, nonce: string) => Effect.Effect<AttestationClaims, AttestationRefused>
+/**
+ * A verifier plugin: `id` is the `kind` it verifies, `options` the schema of
+ * the block's other fields (unknown ones are refused). `verify` fetches the
+ * runtime's evidence for `nonce` and checks it (`checkClaims` included), or refuses.
+ */
+export interface AttestationVerifierPlugin<Options = any> extends Plugin<Options> {
+  readonly verify: (attestation: AttestationCommon & Options, nonce: string) => Effect.Effect<AttestationClaims, AttestationRefused>
 }
 
-/** The verifier the `Attestation` service uses. */
-export class AttestationVerifier extends Context.Tag("svc/AttestationVerifier")<
-  AttestationVerifier,
-  AttestationVerifierPlugin
+/** Where verifier plugins register themselves at start. */
+export class AttestationVerifiers extends Context.Tag("svc/AttestationVerifiers")<
+  AttestationVerifiers,
+  Registry<AttestationVerifierPlugin>
 >() {}
 
-/** The Layer a verifier plugin file exports. */
-export const provideVerifier = (plugin: AttestationVerifierPlugin): Layer.Layer<AttestationVerifier> =>
-  Layer.succeed(AttestationVerifier, plugin)
+/** The Layer a verifier file exports: registering `verifier` is all it does. */
+export const registerVerifier = registerIn(AttestationVerifiers)
+
+/** A block's verifier, bound to the block's decoded options: verifies for a nonce. */
+export type BoundVerifier = (nonce: string) => Effect.Effect<AttestationClaims, AttestationRefused>
+
+const commonFields = new Set(Object.keys(CommonSchema.fields))
+
+/**
+ * The verifier `config.kind` names, bound to the block's options as its schema
+ * decodes them; otherwise the field at fault inside the block (`kind`, `url`, …).
+ */
+export const verifierFor = (
+  verifiers: Registry<AttestationVerifierPlugin>,
+  config: AttestationConfig
+): Either.Either<BoundVerifier, OptionsRefused> => {
+  const kind = config.kind ?? DEFAULT_ATTESTATION_KIND
+  const plugin = verifiers.get(kind)
+  if (Option.isNone(plugin)) {
+    return Either.left({ field: "kind", reason: `unknown attestation kind "${kind}" (known: ${verifiers.ids().join(", ")})` })
+  }
+  const common: AttestationCommon = { kind, measurements: config.measurements, maxAgeSeconds: config.maxAgeSeconds }
+  const own = Object.fromEntries(Object.entries(config).filter(([key]) => !commonFields.has(key)))
+  return Either.map(
+    decodeOptions(plugin.value, own),
+    (options): BoundVerifier => (nonce) => plugin.value.verify({ ...options, ...common }, nonce)
+  )
+}
 
 /** Fresh verdicts per provider, cached until they lapse. */
 export class Attestation extends Context.Tag("svc/Attestation")<Attestation, {
@@ -72,7 +108,7 @@ export class Attestation extends Context.Tag("svc/Attestation")<Attestation, {
 }>() {}
 
 /** How long a verdict from these claims is good for: the earlier of `exp` and `iat + maxAgeSeconds`. */
-export const verdictExpiry = (config: AttestationConfig, claims: AttestationClaims): Date =>
+export const verdictExpiry = (config: AttestationCommon, claims: AttestationClaims): Date =>
   new Date(Math.min(claims.expiresAt.getTime(), claims.issuedAt.getTime() + config.maxAgeSeconds * 1000))
 
 /**
@@ -81,7 +117,7 @@ export const verdictExpiry = (config: AttestationConfig, claims: AttestationClai
  * `skewSeconds` tolerates clocks that disagree a little about `iat`.
  */
 export const checkClaims = (
-  config: AttestationConfig,
+  config: AttestationCommon,
   nonce: string,
   claims: AttestationClaims,
   now: number,

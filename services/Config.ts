@@ -59,12 +59,22 @@ export const ModelConfig = Schema.Struct({
 })
 export type ModelConfig = typeof ModelConfig.Type
 
-export const Attestation = Schema.Struct({
-  url: Schema.String,
-  jwksUrl: Schema.String,
+/** What every kind of attestation block holds; no `kind` means `"jwt"`. */
+export const AttestationCommon = Schema.Struct({
+  kind: Schema.optional(Schema.String),
   measurements: Schema.Array(Schema.String).pipe(Schema.minItems(1)),
   maxAgeSeconds: PositiveInt
 })
+
+/**
+ * A provider's `privacy.attestation`: the common fields, plus the options of
+ * its kind (`url`, `jwksUrl`, …), decoded at start by that kind's verifier
+ * (services/Attestation.ts), which also refuses fields it does not know.
+ */
+export const Attestation = Schema.Struct(
+  AttestationCommon.fields,
+  Schema.Record({ key: Schema.String, value: Schema.Unknown })
+)
 
 /** What the upstream promises about prompts; an omitted answer counts as the weak one. */
 export const ProviderPrivacy = Schema.Struct({

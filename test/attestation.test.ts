@@ -1,6 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Either, Fiber, Layer } from "effect"
 import { AttestationLive, type AttestationLiveOptions } from "../layers/privacy/AttestationLive.ts"
+import { AttestationVerifiersLive } from "../layers/privacy/AttestationVerifiersLive.ts"
+import { AttestationVerifierPlugins } from "../plugins/attestation/index.ts"
 import { JwtAttestationVerifierLive, makeJwtVerifier } from "../plugins/attestation/jwt.ts"
 import { Attestation, type AttestationRefusalReason, AttestationRefused } from "../services/Attestation.ts"
 import {
@@ -229,5 +231,59 @@ describe("Attestation service", () => {
       const verdict = yield* attestation.verdict("p1", runtime.config())
       expect(verdict.measurement).toBe(GOOD_MEASUREMENT)
       expect(runtime.hits.attestation).toBeLessThanOrEqual(1)
+    }))
+})
+
+/** The service over every shipped verifier kind, registered as the app registers them. */
+const makeServiceOfAllKinds = Layer.build(
+  AttestationLive().pipe(Layer.provide(AttestationVerifierPlugins.pipe(Layer.provideMerge(AttestationVerifiersLive))))
+).pipe(Effect.map((context) => Context.get(context, Attestation)))
+
+describe("jws-json attestation verifier, picked by kind", () => {
+  const cases: ReadonlyArray<[RuntimeMode, AttestationRefusalReason]> = [
+    ["expired", "attestation_expired"],
+    ["too_old", "attestation_expired"],
+    ["wrong_measurement", "measurement_not_allowed"],
+    ["wrong_nonce", "nonce_mismatch"],
+    ["bad_signature", "signature_invalid"],
+    ["tampered", "signature_invalid"],
+    ["down", "verifier_unreachable"]
+  ]
+  for (const [mode, reason] of cases) {
+    it.scopedLive(`${mode} is refused as ${reason}`, () =>
+      Effect.gen(function*() {
+        const runtime = yield* acquireFakeAttestationRuntime
+        runtime.format = "jws-json"
+        runtime.mode = mode
+        const attestation = yield* makeServiceOfAllKinds
+        expect((yield* refusalOf(attestation.verdict(`p-${mode}`, runtime.config()))).reason).toBe(reason)
+        expect(runtime.hits.attestation).toBe(1)
+      }))
+  }
+
+  it.scopedLive("a valid flattened JWS gives a verdict; a JWT where one is expected does not", () =>
+    Effect.gen(function*() {
+      const runtime = yield* acquireFakeAttestationRuntime
+      runtime.format = "jws-json"
+      const attestation = yield* makeServiceOfAllKinds
+      const verdict = yield* attestation.verdict("p1", runtime.config({ maxAgeSeconds: 120 }))
+      expect(verdict.measurement).toBe(GOOD_MEASUREMENT)
+      expect(verdict.expiresAt.getTime()).toBe(runtime.last!.exp * 1000)
+      runtime.format = "jwt"
+      const mismatch = yield* refusalOf(attestation.verdict("p2", { ...runtime.config(), kind: "jws-json" }))
+      expect(mismatch.reason).toBe("signature_invalid")
+      // The same runtime, named as the default kind, is verified as a JWT.
+      expect((yield* attestation.verdict("p3", runtime.config())).measurement).toBe(GOOD_MEASUREMENT)
+    }))
+
+  it.scopedLive("a tampered JWT is signature_invalid; an unknown kind fails closed without asking", () =>
+    Effect.gen(function*() {
+      const runtime = yield* acquireFakeAttestationRuntime
+      runtime.mode = "tampered"
+      const attestation = yield* makeServiceOfAllKinds
+      expect((yield* refusalOf(attestation.verdict("p1", runtime.config()))).reason).toBe("signature_invalid")
+      const unknown = yield* refusalOf(attestation.verdict("p2", { ...runtime.config(), kind: "tpm-quote" }))
+      expect(unknown.reason).toBe("verifier_unreachable")
+      expect(runtime.hits.attestation).toBe(1)
     }))
 })

@@ -18,6 +18,23 @@ const fieldOf = (json: unknown) =>
 
 const provider = { id: "acme", plugin: "openai-compatible", baseUrl: "http://127.0.0.1:9001/v1", deployments: [] }
 
+/** A provider whose runtime attests with this block (the contract's shape, kind `jwt`, unless overridden). */
+const attested = (attestation: Record<string, unknown>) => ({
+  ...provider,
+  privacy: {
+    stores: false,
+    logs: false,
+    trains: false,
+    attestation: {
+      url: "http://127.0.0.1:9001/attestation",
+      jwksUrl: "http://127.0.0.1:9001/jwks",
+      measurements: ["sha384:abc"],
+      maxAgeSeconds: 300,
+      ...attestation
+    }
+  }
+})
+
 describe("config decoding", () => {
   it("accepts the contract's example shape", () => {
     expect(fieldOf({
@@ -50,10 +67,17 @@ describe("config decoding", () => {
     [{ providers: [{ ...provider, deployments: [{ model: "svc/pro", cost: { input: "-1" } }] }] }, "providers[0].deployments[0].cost.input"],
     [{ marginFloor: { gold_route: "0.1" } }, "marginFloor.gold_route"],
     [{ limits: { maxBodyBytes: "big" } }, "limits.maxBodyBytes"],
+    [{ providers: [attested({ measurements: [] })] }, "providers[0].privacy.attestation.measurements"],
+    [{ providers: [attested({ kind: 7 })] }, "providers[0].privacy.attestation.kind"],
     [{ typo: true }, "typo"],
     [{ providers: [{ ...provider, options: "x" }] }, "providers[0].options"]
   ])("rejects %j naming %s", (json, field) => {
     expect(fieldOf(json)).toMatch(new RegExp(`^${field.replace(/[[\].]/g, "\\$&")}: `))
+  })
+
+  it("accepts an attestation block without a kind (jwt) and with one", () => {
+    expect(fieldOf({ providers: [attested({})] })).toBe("valid")
+    expect(fieldOf({ providers: [attested({ kind: "jws-json" })] })).toBe("valid")
   })
 
   it("reads the environment overrides", async () => {
@@ -158,6 +182,18 @@ describe("starting with a bad config", () => {
         providers: [{ id: "g", plugin: "gemini", options: { safetySettings: [{ category: "HARM_CATEGORY_HARASSMENT", threshold: "BLOCK_SOME" }] }, deployments: [] }]
       }),
       /^svc: invalid configuration: providers\[0\]\.options\.safetySettings\[0\]\.threshold: /
+    ],
+    [
+      JSON.stringify({ providers: [attested({ kind: "tpm-quote" })] }),
+      /^svc: invalid configuration: providers\[0\]\.privacy\.attestation\.kind: unknown attestation kind "tpm-quote" \(known: .*jws-json/
+    ],
+    [
+      JSON.stringify({ providers: [attested({ kind: "jws-json", url: "ftp://runtime/attestation" })] }),
+      /^svc: invalid configuration: providers\[0\]\.privacy\.attestation\.url: expected an http\(s\) URL/
+    ],
+    [
+      JSON.stringify({ providers: [attested({ jwksUri: "http://127.0.0.1:9001/jwks" })] }),
+      /^svc: invalid configuration: providers\[0\]\.privacy\.attestation\.jwksUri: /
     ],
     [JSON.stringify({ routing: { retry: { maxAttempts: 0 } } }), /^svc: invalid configuration: routing\.retry\.maxAttempts: /],
     [JSON.stringify({ routing: { health: { failureThreshold: "3" } } }), /^svc: invalid configuration: routing\.health\.failureThreshold: /],

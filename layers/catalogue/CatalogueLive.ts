@@ -1,10 +1,12 @@
 /**
  * The catalogue built once at start from the house tier, the configured
  * models and the providers' deployments. Any inconsistency (unknown model or
- * plugin, duplicate id, options or a provider its plugin rejects) stops the start with a
- * `ConfigInvalid` naming the field.
+ * plugin, duplicate id, options its plugin refuses, a provider its plugin
+ * rejects, an attestation block its verifier kind rejects) stops the start
+ * with a `ConfigInvalid` naming the field.
  */
 import { Effect, Either, Layer, Option } from "effect"
+import { AttestationVerifiers, verifierFor } from "../../services/Attestation.ts"
 import { Catalogue, type Deployment, type Model, type TokenPrice } from "../../services/Catalogue.ts"
 import { AppConfig, type Capability, ConfigInvalid, type ModelConfig, type PrivacyClass, type ProviderPrivacy } from "../../services/Config.ts"
 import { parseUsd } from "../../services/Money.ts"
@@ -61,6 +63,7 @@ export const CatalogueLive = Layer.scoped(
   Effect.gen(function*() {
     const config = yield* AppConfig
     const registry = yield* ProviderRegistry
+    const verifiers = yield* AttestationVerifiers
 
     const definitions = new Map<string, ModelConfig & { readonly tier: Model["tier"] }>()
     for (const house of houseModels) definitions.set(house.id, house)
@@ -93,6 +96,11 @@ export const CatalogueLive = Layer.scoped(
         Effect.mapError((error) => new ConfigInvalid({ field: `${at}.${error.field}`, reason: error.reason }))
       )
       const policy = provider.privacy ?? plugin.value.privacyDefaults ?? unknownPolicy
+      const verifier = policy.attestation === undefined ? undefined : verifierFor(verifiers, policy.attestation)
+      if (verifier !== undefined && Either.isLeft(verifier)) {
+        const { field, reason } = verifier.left
+        return yield* new ConfigInvalid({ field: `${at}.privacy.attestation.${field}`, reason })
+      }
       const privacyClasses = classesEarned(policy)
       for (const [slot, deployment] of provider.deployments.entries()) {
         if (!definitions.has(deployment.model)) {

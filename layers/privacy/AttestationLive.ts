@@ -3,17 +3,20 @@
  * refreshed in the background shortly before (when it was used), failing
  * closed. One verification per provider at a time: concurrent callers share
  * it. A refusal is remembered for its `retryAfterSeconds`, so a runtime that
- * is down is not asked on every call.
+ * is down is not asked on every call. The verifier is the one the block's
+ * `kind` names in `AttestationVerifiers`.
  */
 import { randomBytes } from "node:crypto"
-import { Clock, Deferred, Effect, Exit, FiberId, Layer } from "effect"
+import { Clock, Deferred, Effect, Either, Exit, FiberId, Layer } from "effect"
 import {
   Attestation,
   type AttestationConfig,
   AttestationRefused,
-  AttestationVerifier,
+  AttestationVerifiers,
+  type BoundVerifier,
   type Verdict,
-  verdictExpiry
+  verdictExpiry,
+  verifierFor
 } from "../../services/Attestation.ts"
 
 export interface AttestationLiveOptions {
@@ -24,6 +27,8 @@ export interface AttestationLiveOptions {
 interface Entry {
   /** The attestation config this entry was verified against; another config starts afresh. */
   readonly fingerprint: string
+  /** The block's verifier with its options, or why the block names none (checked at start too). */
+  readonly verify: Either.Either<BoundVerifier, AttestationRefused>
   verdict: Verdict | undefined
   /** The current verdict was handed to a caller: worth refreshing before it lapses. */
   handedOut: boolean
@@ -35,16 +40,22 @@ const randomId = () => randomBytes(16).toString("base64url")
 
 export const makeAttestation = (options: AttestationLiveOptions = {}) =>
   Effect.gen(function*() {
-    const verifier = yield* AttestationVerifier
+    const verifiers = yield* AttestationVerifiers
     const scope = yield* Effect.scope
     const leadMs = (options.refreshLeadSeconds ?? 30) * 1000
     const entries = new Map<string, Entry>()
 
     const entryFor = (providerId: string, config: AttestationConfig): Entry => {
-      const fingerprint = JSON.stringify([config.url, config.jwksUrl, [...config.measurements], config.maxAgeSeconds])
+      const fingerprint = JSON.stringify(config)
       const existing = entries.get(providerId)
       if (existing !== undefined && existing.fingerprint === fingerprint) return existing
-      const entry: Entry = { fingerprint, verdict: undefined, handedOut: false, refusal: undefined, inflight: undefined }
+      const verify = Either.mapLeft(verifierFor(verifiers, config), ({ field, reason }) =>
+        new AttestationRefused({
+          reason: "verifier_unreachable",
+          retryAfterSeconds: 60,
+          detail: `attestation.${field}: ${reason}`
+        }))
+      const entry: Entry = { fingerprint, verify, verdict: undefined, handedOut: false, refusal: undefined, inflight: undefined }
       entries.set(providerId, entry)
       return entry
     }
@@ -57,7 +68,10 @@ export const makeAttestation = (options: AttestationLiveOptions = {}) =>
         const deferred = Deferred.unsafeMake<Verdict, AttestationRefused>(FiberId.none)
         entry.inflight = deferred
         const job = Effect.gen(function*() {
-          const exit = yield* Effect.exit(verifier.verify(config, randomId()))
+          const exit = yield* Effect.exit(Either.match(entry.verify, {
+            onLeft: Effect.fail,
+            onRight: (verify) => verify(randomId())
+          }))
           const now = yield* Clock.currentTimeMillis
           const result = Exit.map(exit, (claims): Verdict => ({
             id: `att_${randomId()}`,
@@ -146,6 +160,6 @@ export const makeAttestation = (options: AttestationLiveOptions = {}) =>
     return Attestation.of({ verdict })
   })
 
-/** The `Attestation` service; needs the verifier (e.g. `JwtAttestationVerifierLive()` from plugins/attestation/jwt.ts). */
-export const AttestationLive = (options: AttestationLiveOptions = {}): Layer.Layer<Attestation, never, AttestationVerifier> =>
+/** The `Attestation` service; needs the verifier registry, filled by plugins/attestation/index.ts. */
+export const AttestationLive = (options: AttestationLiveOptions = {}): Layer.Layer<Attestation, never, AttestationVerifiers> =>
   Layer.scoped(Attestation, makeAttestation(options))

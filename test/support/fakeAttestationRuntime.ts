@@ -1,12 +1,14 @@
 /**
  * A fake confidential runtime on 127.0.0.1: serves its JWKS at `/jwks` and
- * `GET /attestation?nonce=N` with a JWT (ES256) whose behaviour is scripted
- * by `mode`. Counts the requests it gets.
+ * `GET /attestation?nonce=N` with evidence signed with ES256 — a JWT, or a
+ * flattened JSON JWS when `format` is `jws-json` — whose behaviour is
+ * scripted by `mode`. Counts the requests it gets.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import { Effect } from "effect"
-import { exportJWK, generateKeyPair, SignJWT } from "jose"
+import { exportJWK, FlattenedSign, generateKeyPair, SignJWT } from "jose"
+import type { RuntimeEndpoints } from "../../plugins/attestation/evidence.ts"
 import type { AttestationConfig } from "../../services/Attestation.ts"
 
 export const GOOD_MEASUREMENT = "sha384:good-measurement"
@@ -22,14 +24,23 @@ export type RuntimeMode =
   | "wrong_nonce"
   /** Signed with a key that is not in the JWKS (same `kid`). */
   | "bad_signature"
+  /** Signed with the right key, then the payload swapped for one claiming another measurement. */
+  | "tampered"
   /** 503 with `Retry-After`. */
   | "down"
   /** The connection is dropped without an answer. */
   | "hangup"
 
+/** The evidence format, and the `kind` its config names (none for `jwt`, the default). */
+export type EvidenceFormat = "jwt" | "jws-json"
+
+/** An attestation block pointing at a runtime over HTTP. */
+export type RuntimeAttestation = AttestationConfig & RuntimeEndpoints
+
 export interface FakeAttestationRuntime {
   readonly baseUrl: string
   mode: RuntimeMode
+  format: EvidenceFormat
   /** `exp - iat` of the tokens issued. */
   ttlSeconds: number
   /** `Retry-After` sent in `down` mode. */
@@ -39,8 +50,8 @@ export interface FakeAttestationRuntime {
   readonly nonces: Array<string>
   /** `iat` / `exp` (seconds) of the last token issued. */
   last: { iat: number; exp: number } | undefined
-  /** A config pointing at this runtime that allows `GOOD_MEASUREMENT`. */
-  readonly config: (overrides?: Partial<AttestationConfig>) => AttestationConfig
+  /** A config pointing at this runtime that allows `GOOD_MEASUREMENT` (with `kind` unless the format is `jwt`). */
+  readonly config: (overrides?: Partial<RuntimeAttestation>) => RuntimeAttestation
 }
 
 export const acquireFakeAttestationRuntime = Effect.gen(function*() {
@@ -51,6 +62,7 @@ export const acquireFakeAttestationRuntime = Effect.gen(function*() {
 
   const state = {
     mode: "valid" as RuntimeMode,
+    format: "jwt" as EvidenceFormat,
     ttlSeconds: 60,
     retryAfter: "1",
     hits: { attestation: 0, jwks: 0 },
@@ -71,14 +83,26 @@ export const acquireFakeAttestationRuntime = Effect.gen(function*() {
       exp = now + 3600
     }
     state.last = { iat, exp }
-    return new SignJWT({
+    const claims = {
       measurement: state.mode === "wrong_measurement" ? OTHER_MEASUREMENT : GOOD_MEASUREMENT,
       nonce: state.mode === "wrong_nonce" ? `not-${nonce}` : nonce
-    })
+    }
+    const key = state.mode === "bad_signature" ? other.privateKey : privateKey
+    const forged = base64url({ ...claims, measurement: OTHER_MEASUREMENT, iat, exp })
+    if (state.format === "jws-json") {
+      const jws = await new FlattenedSign(new TextEncoder().encode(JSON.stringify({ ...claims, iat, exp })))
+        .setProtectedHeader({ alg: "ES256", kid: "runtime-1" })
+        .sign(key)
+      return JSON.stringify(state.mode === "tampered" ? { ...jws, payload: forged } : jws)
+    }
+    const token = await new SignJWT(claims)
       .setProtectedHeader({ alg: "ES256", kid: "runtime-1", typ: "JWT" })
       .setIssuedAt(iat)
       .setExpirationTime(exp)
-      .sign(state.mode === "bad_signature" ? other.privateKey : privateKey)
+      .sign(key)
+    if (state.mode !== "tampered") return token
+    const [header, , signature] = token.split(".")
+    return `${header}.${forged}.${signature}`
   }
 
   const handle = (request: IncomingMessage, response: ServerResponse) => {
@@ -103,8 +127,9 @@ export const acquireFakeAttestationRuntime = Effect.gen(function*() {
       request.socket.destroy()
       return
     }
+    const contentType = state.format === "jws-json" ? "application/jose+json" : "application/jwt"
     issue(nonce).then(
-      (token) => response.writeHead(200, { "content-type": "application/jwt" }).end(token),
+      (evidence) => response.writeHead(200, { "content-type": contentType }).end(evidence),
       () => response.writeHead(500).end()
     )
   }
@@ -124,7 +149,8 @@ export const acquireFakeAttestationRuntime = Effect.gen(function*() {
 
   const runtime: FakeAttestationRuntime = Object.assign(state, {
     baseUrl,
-    config: (overrides: Partial<AttestationConfig> = {}): AttestationConfig => ({
+    config: (overrides: Partial<RuntimeAttestation> = {}): RuntimeAttestation => ({
+      ...(state.format === "jwt" ? {} : { kind: state.format }),
       url: `${baseUrl}/attestation`,
       jwksUrl: `${baseUrl}/jwks`,
       measurements: [GOOD_MEASUREMENT],
@@ -134,6 +160,8 @@ export const acquireFakeAttestationRuntime = Effect.gen(function*() {
   })
   return runtime
 })
+
+const base64url = (json: unknown) => Buffer.from(JSON.stringify(json)).toString("base64url")
 
 /** A 127.0.0.1 port nobody listens on (bound, then closed). */
 export const closedPort = Effect.async<number>((resume) => {
