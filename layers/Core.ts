@@ -46,6 +46,12 @@ const Catalogue = CatalogueLive.pipe(
   Layer.provide(Verifiers)
 )
 
+/**
+ * Everything that judges the config beyond its schema (providers and their options, attestation
+ * blocks, router-mode options), built before the database opens: a mistake stops the start there.
+ */
+export const ConfigChecks = Layer.mergeAll(Catalogue, RouterModesLive)
+
 /** The services with a given ledger: the real one in `Core`, a no-op one in the billing benchmark. */
 export const coreWith = <E, R>(ledger: Layer.Layer<Ledger, E, R>) => {
   const Money = ReservationSweeper.pipe(
@@ -60,10 +66,8 @@ export const coreWith = <E, R>(ledger: Layer.Layer<Ledger, E, R>) => {
     // Deployment health shared through the database: the router's breaker and the health report.
     Layer.provideMerge(Layer.mergeAll(HealthPg, HealthReportPg)),
     Layer.provideMerge(Money),
-    Layer.provideMerge(RouterModesLive),
     Layer.provideMerge(AttestationLive().pipe(Layer.provide(Verifiers))),
-    // Built first: a config mistake the catalogue finds stops the start before the database opens.
-    Layer.provideMerge(Catalogue),
+    Layer.provideMerge(ConfigChecks),
     Layer.provideMerge(PricingLive),
     Layer.provideMerge(IdsLive)
   )

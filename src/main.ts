@@ -8,6 +8,7 @@ import { ConfigLive } from "../layers/platform/ConfigLive.ts"
 import { Core } from "../layers/Core.ts"
 import { AppConfig } from "../services/Config.ts"
 import { HttpLive } from "./Server.ts"
+import { startFailureLine } from "./startFailure.ts"
 
 const announce = Layer.effectDiscard(
   Effect.flatMap(AppConfig, ({ host, port }) => Effect.logInfo(`svc listening on http://${host}:${port}/v1`))
@@ -15,12 +16,13 @@ const announce = Layer.effectDiscard(
 
 const App = Layer.mergeAll(HttpLive, announce).pipe(Layer.provide(Core), Layer.provide(ConfigLive))
 
-const stop = (line: string) => Console.error(`svc: ${line}`).pipe(Effect.zipRight(Effect.sync(() => process.exit(1))))
+const stop = (error: Parameters<typeof startFailureLine>[0]) =>
+  Console.error(startFailureLine(error)).pipe(Effect.zipRight(Effect.sync(() => process.exit(1))))
 
 Layer.launch(App).pipe(
   Effect.catchTags({
-    ConfigInvalid: (error) => stop(`invalid configuration: ${error.message}`),
-    DataDirInUse: (error) => stop(error.message)
+    ConfigInvalid: stop,
+    DataDirInUse: stop
   }),
   NodeRuntime.runMain
 )
