@@ -108,7 +108,7 @@ describe("IdsTest, SealedPromptsTest, AttestationTest", () => {
   it.effect("attestation answers scripted verdicts by the clock and refuses unscripted providers", () =>
     Effect.gen(function*() {
       const attestation = yield* Attestation
-      const config = { verifier: "jwt", measurements: ["m1"], maxAgeSeconds: 60 } as any
+      const config = { url: "http://tee.test", jwksUrl: "http://tee.test/jwks", measurements: ["m1"], maxAgeSeconds: 60 }
       yield* TestClock.adjust("5 seconds")
       expect(yield* attestation.verdict("tee", config)).toEqual({
         id: "att_tee_1",
