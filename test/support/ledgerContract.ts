@@ -1,7 +1,8 @@
 /**
  * The Ledger's contract (services/Ledger.ts) as one suite of assertions that
  * every implementation must pass: LedgerPg on a real database and
- * LedgerMemory (test/ledgerContract.test.ts). Each test opens its own account.
+ * LedgerMemory (test/ledgerContract.test.ts), with the Accounts they charge
+ * (AccountsPg, AccountsMemory). Each test opens its own account.
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect, Exit } from "effect"
@@ -35,6 +36,10 @@ const balances = (accountId: string) =>
     Effect.orDie
   )
 
+/** Type, then data with its keys sorted (jsonb hands keys back in its own order). */
+const sortKey = ({ data, type }: { readonly type: string; readonly data: Readonly<Record<string, unknown>> }) =>
+  `${type} ${JSON.stringify(data, Object.keys(data).sort())}`
+
 /** The account's events without ids and times, in a stable order. */
 export const eventsOf = (accountId: string, ...types: ReadonlyArray<string>) =>
   Effect.flatMap(RecordedEvents, (recorded) => recorded.all).pipe(
@@ -42,7 +47,7 @@ export const eventsOf = (accountId: string, ...types: ReadonlyArray<string>) =>
       events
         .filter((event) => event.accountId === accountId && (types.length === 0 || types.includes(event.type)))
         .map(({ data, receiptId, requestId, type }) => ({ type, requestId, receiptId, data }))
-        .sort((a, b) => `${a.type} ${JSON.stringify(a.data)}`.localeCompare(`${b.type} ${JSON.stringify(b.data)}`))
+        .sort((a, b) => sortKey(a).localeCompare(sortKey(b)))
     )
   )
 
@@ -144,6 +149,19 @@ export const ledgerContract = (implementation: MoneyLayers) =>
         const receipt = yield* ledger.settle(reservation, billFor("0.3"))
         expect(receipt.cost.total).toBe(usd("0.3"))
         expect(yield* balances(account.id)).toEqual({ balance: "0.700000000", reserved: "0.000000000" })
+      }))
+
+    it.effect("Accounts: a credit is idempotent by reference, and a reused reference with another amount conflicts", () =>
+      Effect.gen(function*() {
+        const accounts = yield* Accounts
+        const account = yield* openAccount("1")
+        const entry = yield* accounts.addCredit(account.id, { amount: usd("2"), reference: "topup-1" })
+        expect(entry).toMatchObject({ kind: "credit", amount: usd("2"), reference: "topup-1", balanceAfter: usd("3") })
+        expect(yield* accounts.addCredit(account.id, { amount: usd("2"), reference: "topup-1" })).toEqual(entry)
+        expect((yield* Effect.flip(accounts.addCredit(account.id, { amount: usd("5"), reference: "topup-1" })))._tag).toBe("Conflict")
+        expect((yield* Effect.flip(accounts.addCredit("acct_missing", { amount: usd("1"), reference: "x" })))._tag).toBe("NotFound")
+        expect(yield* balances(account.id)).toEqual({ balance: "3.000000000", reserved: "0.000000000" })
+        expect((yield* eventsOf(account.id, "payment.credit_added")).map((event) => event.data.reference)).toEqual(["initial", "topup-1"])
       }))
 
     it.effect("a receipt is found only for its own account", () =>
