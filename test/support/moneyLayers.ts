@@ -65,11 +65,11 @@ const RecordedEventsPg = Layer.effect(
     }))
 )
 
-/** A migrated fresh database for as long as the layer lives, dropped after. */
-const freshStorage = Layer.unwrapScoped(
+/** A migrated fresh database (and the `AppConfig` of `file` pointing at it) for as long as the layer lives, dropped after. */
+export const freshStorage = (file: unknown) => Layer.unwrapScoped(
   Effect.map(
     Effect.acquireRelease(Effect.promise(freshDatabase), (database) => Effect.promise(database.drop)),
-    (database) => MigrationsLive.pipe(Layer.provideMerge(DatabaseLive), Layer.provideMerge(testConfig(configFile, database.env)))
+    (database) => MigrationsLive.pipe(Layer.provideMerge(DatabaseLive), Layer.provideMerge(testConfig(file, database.env)))
   )
 )
 
@@ -78,7 +78,7 @@ export const pgMoney: MoneyLayers = {
   layer: Layer.mergeAll(AccountsPg, LedgerPg, RecordedEventsPg).pipe(
     Layer.provideMerge(EventLogPg),
     Layer.provide(IdsLive),
-    Layer.provide(freshStorage),
+    Layer.provide(freshStorage(configFile)),
     Layer.orDie
   ),
   passLease: Effect.promise(() => new Promise<void>((wake) => setTimeout(wake, LEASE_SECONDS * 1000 + 500)))
