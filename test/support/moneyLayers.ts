@@ -3,7 +3,8 @@
  * ways, for the contract suites that must pass on both: over a fresh real
  * database (PGlite, or PostgreSQL with DATABASE_URL), and in memory. Each
  * comes with a way to let a reservation's lease run out: real time on the
- * database (its clock decides), the TestClock in memory.
+ * database (its clock decides), the TestClock in memory. `freshStorage`
+ * serves other contract suites too (test/support/healthContract.ts).
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, TestClock } from "effect"
