@@ -8,19 +8,12 @@ import type { Ledger } from "../services/Ledger.ts"
 import { Plugins } from "../plugins/index.ts"
 import { AttestationVerifierPlugins } from "../plugins/attestation/index.ts"
 import { AccountsPg } from "./accounts/AccountsPg.ts"
-import { AdmissionLive } from "./admission/AdmissionLive.ts"
-import { BillingLive } from "./billing/BillingLive.ts"
-import { CallRecorderLive } from "./events/CallRecorderLive.ts"
-import { PrivacyPolicyLive } from "./privacy/PrivacyPolicyLive.ts"
-import { RoutePlannerLive } from "./routing/RoutePlannerLive.ts"
-import { UpstreamLive } from "./upstream/UpstreamLive.ts"
 import { ApiKeysPg } from "./accounts/ApiKeysPg.ts"
 import { AttestationLive } from "./privacy/AttestationLive.ts"
 import { AttestationVerifiersLive } from "./privacy/AttestationVerifiersLive.ts"
 import { CatalogueLive } from "./catalogue/CatalogueLive.ts"
-import { ChatGatewayLive } from "./gateway/ChatGatewayLive.ts"
 import { DatabaseLive } from "./storage/Database.ts"
-import { EmbeddingsGatewayLive } from "./gateway/EmbeddingsGatewayLive.ts"
+import { Gateways } from "./gateway/Gateways.ts"
 import { EventLogPg } from "./events/EventLogPg.ts"
 import { HealthPg } from "./health/HealthPg.ts"
 import { HealthReportPg } from "./health/HealthReportPg.ts"
@@ -59,10 +52,7 @@ export const coreWith = <E, R>(ledger: Layer.Layer<Ledger, E, R>) => {
     Layer.provideMerge(EventLogPg),
     Layer.provideMerge(Storage)
   )
-  return Layer.mergeAll(ChatGatewayLive, EmbeddingsGatewayLive).pipe(
-    // The call pipeline's stages (docs/architecture.md).
-    Layer.provideMerge(Layer.mergeAll(AdmissionLive, RoutePlannerLive)),
-    Layer.provideMerge(Layer.mergeAll(PrivacyPolicyLive, BillingLive, UpstreamLive, CallRecorderLive)),
+  return Gateways.pipe(
     // Deployment health shared through the database: the router's breaker and the health report.
     Layer.provideMerge(Layer.mergeAll(HealthPg, HealthReportPg)),
     Layer.provideMerge(Money),

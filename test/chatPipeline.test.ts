@@ -14,29 +14,28 @@ import { CatalogueFixed } from "../layers/catalogue/CatalogueFixed.ts"
 import { CallRecorderLive } from "../layers/events/CallRecorderLive.ts"
 import { ChatGatewayLive } from "../layers/gateway/ChatGatewayLive.ts"
 import { IdsLive } from "../layers/platform/IdsLive.ts"
+import { AttestationTest } from "../layers/privacy/AttestationTest.ts"
+import { SealedPromptsTest } from "../layers/privacy/SealedPromptsTest.ts"
+import { TranscriptsMemory } from "../layers/privacy/TranscriptsMemory.ts"
 import { PrivacyPolicyLive } from "../layers/privacy/PrivacyPolicyLive.ts"
 import { RoutePlannerLive } from "../layers/routing/RoutePlannerLive.ts"
 import { RouterStrategiesLive } from "../layers/routing/RouterStrategiesLive.ts"
 import { UpstreamLive } from "../layers/upstream/UpstreamLive.ts"
 import { RouterModes } from "../plugins/router/index.ts"
-import { Attestation } from "../services/Attestation.ts"
 import type { ChatRequest } from "../services/Chat.ts"
 import { ChatGateway } from "../services/ChatGateway.ts"
-import { AppConfig } from "../services/Config.ts"
 import { EventLog, type NewEvent } from "../services/EventLog.ts"
 import { Health, type Outcome } from "../services/Health.ts"
 import { RequestNotTranslatable, UpstreamFailure } from "../services/Providers.ts"
-import { SealedPrompts } from "../services/SealedPrompts.ts"
-import { Transcripts } from "../services/Transcripts.ts"
 import {
   chatRequest,
   recordingLedger,
   type Scripted,
   scriptedAdapter,
-  testConfig,
   testDeployment,
   testModel
 } from "./support/pipeline.ts"
+import { testConfig } from "./support/testConfig.ts"
 
 const principal = { keyId: "key_1", accountId: "acct_1", scopes: ["chat" as const] }
 const fails = (status: number): Scripted => ({ fail: new UpstreamFailure({ kind: "status", status, detail: "scripted" }) })
@@ -70,14 +69,14 @@ const pipeline = (primary: ReadonlyArray<Scripted>, backup: ReadonlyArray<Script
       health,
       ledger.layer,
       Layer.succeed(EventLog, { record: (event) => Effect.sync(() => void events.push(event)) }),
-      Layer.succeed(AppConfig, testConfig({ routing: { retry: { maxAttempts: 2, backoffBaseMs: 1, backoffCapMs: 1 } } })),
-      Layer.succeed(Attestation, { verdict: () => Effect.die("not used") }),
-      Layer.succeed(SealedPrompts, { publicKeys: Effect.succeed([]), open: () => Effect.die("not used"), rotate: Effect.die("") }),
-      Layer.succeed(Transcripts, { keeps: () => false, retentionDays: 1, keep: () => Effect.void, get: () => Effect.die("") }),
+      AttestationTest({}),
+      SealedPromptsTest(),
       RouterStrategiesLive,
       IdsLive,
       PricingLive
-    ))
+    )),
+    Layer.provideMerge(TranscriptsMemory),
+    Layer.provideMerge(testConfig({ routing: { retry: { maxAttempts: 2, backoffBaseMs: 1, backoffCapMs: 1 } } }))
   )
   return { layer, ledger, events, outcomes, primary: first, backup: second }
 }

@@ -7,20 +7,20 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { CatalogueFixed } from "../layers/catalogue/CatalogueFixed.ts"
 import { PricingLive } from "../layers/billing/PricingLive.ts"
+import { AttestationTest } from "../layers/privacy/AttestationTest.ts"
 import { PrivacyPolicyLive } from "../layers/privacy/PrivacyPolicyLive.ts"
+import { TranscriptsMemory } from "../layers/privacy/TranscriptsMemory.ts"
 import { RoutePlannerLive } from "../layers/routing/RoutePlannerLive.ts"
 import { RouterStrategiesLive } from "../layers/routing/RouterStrategiesLive.ts"
 import { RouterModes } from "../plugins/router/index.ts"
 import type { AdmittedChat } from "../services/Admission.ts"
-import { Attestation } from "../services/Attestation.ts"
 import { Billing } from "../services/Billing.ts"
 import type { Deployment, Model } from "../services/Catalogue.ts"
-import { AppConfig } from "../services/Config.ts"
 import { type DeploymentHealth, Health } from "../services/Health.ts"
 import { Pricing } from "../services/Pricing.ts"
 import { RoutePlanner } from "../services/RoutePlanner.ts"
-import { Transcripts } from "../services/Transcripts.ts"
-import { chatRequest, scriptedAdapter, testConfig, testDeployment, testModel, usd } from "./support/pipeline.ts"
+import { chatRequest, scriptedAdapter, testDeployment, testModel, usd } from "./support/pipeline.ts"
+import { testConfig } from "./support/testConfig.ts"
 
 const { adapter } = scriptedAdapter([{ text: "unused" }])
 const cheap = testModel("svc/cheap", { pricing: { input: usd(1), output: usd(1) }, quality: 0.3 })
@@ -80,11 +80,11 @@ const planner = (
       ]),
       HealthScripted(options.open ?? [], options.p95),
       RouterStrategiesLive,
-      Layer.succeed(AppConfig, testConfig(options.config ?? {})),
-      Layer.succeed(Attestation, { verdict: () => Effect.die("not used") }),
-      Layer.succeed(Transcripts, { keeps: () => false, retentionDays: 1, keep: () => Effect.void, get: () => Effect.die("") })
+      AttestationTest({})
     )),
-    Layer.provideMerge(PricingLive)
+    Layer.provideMerge(TranscriptsMemory),
+    Layer.provideMerge(PricingLive),
+    Layer.provideMerge(testConfig(options.config ?? {}))
   )
 
 const admitted = (request: Partial<AdmittedChat["request"]>, inputTokens = 20): AdmittedChat => ({

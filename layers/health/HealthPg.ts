@@ -21,7 +21,7 @@
 import { randomBytes } from "node:crypto"
 import { hostname } from "node:os"
 import { SqlClient } from "@effect/sql"
-import { Effect, Layer, Schedule } from "effect"
+import { Clock, Effect, Layer, Schedule } from "effect"
 import { AppConfig } from "../../services/Config.ts"
 import { type DeploymentHealth, Health } from "../../services/Health.ts"
 import { BREAKER_COLUMNS, type BreakerColumns, type BreakerRow, fromColumns, newer, readBreakers, stateAt } from "./breakerRows.ts"
@@ -66,7 +66,9 @@ export const HealthPg = Layer.scoped(
     const claiming = new Set<string>()
     /** The database clock minus this process's clock. */
     let clockOffset = 0
-    const now = () => Date.now() + clockOffset
+    // Read synchronously (`view` is not an effect), through the Clock service so a TestClock drives it.
+    const clock = yield* Effect.clock
+    const now = () => clock.unsafeCurrentTimeMillis() + clockOffset
 
     const learn = (rows: ReadonlyArray<BreakerColumns>) => {
       for (const row of rows.map(fromColumns)) {
@@ -169,10 +171,11 @@ export const HealthPg = Layer.scoped(
       )
 
     const sync = Effect.gen(function*() {
-      const sent = Date.now()
+      const sent = yield* Clock.currentTimeMillis
       const read = yield* readBreakers(sql)
       // The database read its clock about halfway through the round trip.
-      clockOffset = read.now - (sent + Date.now()) / 2
+      const received = yield* Clock.currentTimeMillis
+      clockOffset = read.now - (sent + received) / 2
       for (const row of read.rows) {
         if (newer(breakers.get(row.deployment), row)) breakers.set(row.deployment, row)
       }

@@ -6,7 +6,7 @@
  * may have rotated), at most once per second.
  */
 import { SqlClient } from "@effect/sql"
-import { Effect, Layer, ParseResult, Schema } from "effect"
+import { Clock, Effect, Layer, ParseResult, Schema } from "effect"
 import {
   calculateJwkThumbprint,
   compactDecrypt,
@@ -92,7 +92,7 @@ export const SealedPromptsPg = Layer.effect(
         next.set(row.kid, { publicKey: { kty, crv, x, y, kid, use, alg }, privateKey, current: row.current })
       }
       held = next
-      loadedAt = Date.now()
+      loadedAt = yield* Clock.currentTimeMillis
     }).pipe(Effect.orDie)
 
     yield* load
@@ -104,7 +104,7 @@ export const SealedPromptsPg = Layer.effect(
     const keysFor = (kid: string | undefined) =>
       Effect.gen(function*() {
         if (kid === undefined) return [...held.values()]
-        if (!held.has(kid) && Date.now() - loadedAt > RELOAD_AT_MOST_EVERY_MS) yield* load
+        if (!held.has(kid) && (yield* Clock.currentTimeMillis) - loadedAt > RELOAD_AT_MOST_EVERY_MS) yield* load
         const key = held.get(kid)
         return key === undefined ? [] : [key]
       })

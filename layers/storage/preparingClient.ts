@@ -24,6 +24,8 @@ const isStalePlan = (error: unknown) =>
 export class PreparingClient extends pg.Client {
   /** Statement text hash → the name it is prepared under on this connection. */
   readonly #names = new Map<string, string>()
+  /** Statements prepared afresh on this connection, to name each one anew. */
+  #renamed = 0
 
   override query(config: any, values?: any, callback?: any): any {
     if (typeof config !== "string" || !Array.isArray(values) || values.length === 0) {
@@ -37,7 +39,7 @@ export class PreparingClient extends pg.Client {
       this.#names.set(hash, name)
     }
     const renameIfStale = (error: unknown) => {
-      if (isStalePlan(error)) this.#names.set(hash, `svc_${hash}_${Date.now().toString(36)}`)
+      if (isStalePlan(error)) this.#names.set(hash, `svc_${hash}_${(++this.#renamed).toString(36)}`)
     }
     const named = { name, text: config, values }
     if (typeof callback === "function") {

@@ -4,13 +4,12 @@
  * script (a completion, a stream of text, or a failure per call) and record
  * what they were asked.
  */
-import { Effect, Either, Layer, Stream } from "effect"
-import { parseConfigFile } from "../../layers/platform/ConfigLive.ts"
+import { Effect, Layer, Stream } from "effect"
 import { InsufficientFunds } from "../../services/ApiError.ts"
 import type { Deployment, Model } from "../../services/Catalogue.ts"
 import { type Bill, Ledger, receiptOf, type Reservation } from "../../services/Ledger.ts"
 import type { ChatChunk, ChatRequest } from "../../services/Chat.ts"
-import type { AppConfigShape, PrivacyClass, ProviderPrivacy } from "../../services/Config.ts"
+import type { PrivacyClass, ProviderPrivacy } from "../../services/Config.ts"
 import type { Nanos } from "../../services/Money.ts"
 import type { AdapterFailure, ProviderAdapter, UpstreamCompletion } from "../../services/Providers.ts"
 
@@ -116,18 +115,6 @@ export const testDeployment = (
 export const chatRequest = (overrides: Partial<ChatRequest> = {}): ChatRequest =>
   ({ model: "svc/a", messages: [{ role: "user", content: "hello pipeline" }], ...overrides }) as ChatRequest
 
-/** The whole configuration from a config file's JSON (decoded as at start), for layers that read `AppConfig`. */
-export const testConfig = (file: unknown = {}): AppConfigShape => ({
-  file: Either.getOrThrow(parseConfigFile(file)),
-  providers: [],
-  host: "127.0.0.1",
-  port: 0,
-  databaseUrl: undefined,
-  dataDir: "/nonexistent",
-  redisUrl: undefined,
-  adminKey: undefined,
-  env: {}
-})
 
 /** A ledger that records every reserve, settle and release; `available` below an amount refuses it. */
 export const recordingLedger = (available = usd(100)) => {

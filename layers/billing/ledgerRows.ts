@@ -1,0 +1,88 @@
+/**
+ * The ledger's rows as PostgreSQL returns them, turned into receipts, and the
+ * items a turn of ledger statements carries (layers/billing/LedgerPg.ts).
+ */
+import type { Tier } from "../../services/Catalogue.ts"
+import type { PrivacyClass } from "../../services/Config.ts"
+import { type Attempt, type Bill, type Receipt, receiptOf, type Reservation } from "../../services/Ledger.ts"
+import { fromNumericColumn, type Nanos } from "../../services/Money.ts"
+
+export interface ReceiptRow {
+  readonly id: string
+  readonly account_id: string
+  readonly request_id: string
+  readonly endpoint: string
+  readonly model: string
+  readonly tier: Tier
+  readonly privacy_class: PrivacyClass
+  readonly input_tokens: number
+  readonly output_tokens: number
+  readonly input_per_mtok_usd: string
+  readonly output_per_mtok_usd: string | null
+  readonly upstream_usd: string
+  readonly margin_usd: string
+  readonly total_usd: string
+  readonly estimated_usd: string
+  readonly reserved_at: Date
+  readonly settled_at: Date
+  readonly balance_after_usd: string
+  readonly attempts: ReadonlyArray<Attempt>
+  readonly attestation_verdicts: ReadonlyArray<string> | null
+  readonly created_at: Date
+}
+
+const money = fromNumericColumn
+
+export const toReceipt = (row: ReceiptRow): Receipt => ({
+  id: row.id,
+  accountId: row.account_id,
+  requestId: row.request_id,
+  createdAt: row.created_at,
+  endpoint: row.endpoint,
+  model: row.model,
+  tier: row.tier,
+  privacyClass: row.privacy_class,
+  usage: { inputTokens: row.input_tokens, outputTokens: row.output_tokens },
+  price: {
+    input: money(row.input_per_mtok_usd),
+    output: row.output_per_mtok_usd === null ? undefined : money(row.output_per_mtok_usd)
+  },
+  cost: { upstream: money(row.upstream_usd), margin: money(row.margin_usd), total: money(row.total_usd) },
+  estimated: money(row.estimated_usd),
+  reservedAt: row.reserved_at,
+  settledAt: row.settled_at,
+  balanceAfter: money(row.balance_after_usd),
+  attempts: row.attempts,
+  ...(row.attestation_verdicts !== null ? { attestationVerdicts: row.attestation_verdicts } : {})
+})
+
+/** What a settlement statement answers per call; the rest of the receipt is the bill. */
+export interface SettledRow {
+  readonly id: string
+  readonly total_usd: string
+  readonly balance_after_usd: string
+  readonly created_at: Date
+  readonly settled_at: Date
+}
+
+export const settledReceipt = ({ bill, reservation }: SettleItem, row: SettledRow): Receipt =>
+  receiptOf(reservation, bill, {
+    total: money(row.total_usd),
+    balanceAfter: money(row.balance_after_usd),
+    createdAt: row.created_at,
+    settledAt: row.settled_at
+  })
+
+export interface ReserveItem {
+  readonly _tag: "reserve"
+  readonly requestId: string
+  readonly amount: Nanos
+}
+
+export interface SettleItem {
+  readonly _tag: "settle"
+  readonly reservation: Reservation
+  readonly bill: Bill
+}
+
+export type LedgerItem = ReserveItem | SettleItem

@@ -1,0 +1,62 @@
+/**
+ * The chat path as a unit, without a database or HTTP: the gateways and their stages over
+ * the Test layers (LedgerMemory, EventLogMemory, HealthMemory,
+ * TranscriptsMemory, SealedPromptsTest, AttestationTest, IdsTest) and the
+ * sandbox provider. Shows what a pipeline unit test can assert directly: the
+ * bill, the balance, the recorded events and the ids.
+ */
+import { expect, layer } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { ConfigChecks } from "../layers/Core.ts"
+import { LedgerMemory } from "../layers/billing/LedgerMemory.ts"
+import { openAccount } from "../layers/billing/memoryBank.ts"
+import { PricingLive } from "../layers/billing/PricingLive.ts"
+import { EventLogMemory, RecordedEvents } from "../layers/events/EventLogMemory.ts"
+import { Gateways } from "../layers/gateway/Gateways.ts"
+import { HealthMemory } from "../layers/health/HealthMemory.ts"
+import { IdsTest } from "../layers/platform/IdsTest.ts"
+import { AttestationTest } from "../layers/privacy/AttestationTest.ts"
+import { SealedPromptsTest } from "../layers/privacy/SealedPromptsTest.ts"
+import { TranscriptsMemory } from "../layers/privacy/TranscriptsMemory.ts"
+import { ChatGateway } from "../services/ChatGateway.ts"
+import { Ledger } from "../services/Ledger.ts"
+import { testConfig } from "./support/testConfig.ts"
+
+const Pipeline = Gateways.pipe(
+  Layer.provideMerge(Layer.mergeAll(LedgerMemory, HealthMemory, TranscriptsMemory, SealedPromptsTest(), AttestationTest({}))),
+  Layer.provideMerge(EventLogMemory),
+  // The real catalogue (sandbox provider) and router modes, as the app builds them at start.
+  Layer.provideMerge(ConfigChecks),
+  Layer.provideMerge(Layer.mergeAll(PricingLive, IdsTest)),
+  Layer.provideMerge(testConfig())
+)
+
+const principal = (accountId: string) => ({ keyId: "key_test", accountId, scopes: ["chat" as const] })
+
+layer(Pipeline)("chat pipeline on the Test layers", (it) => {
+  it.effect("a call is reserved, served by the sandbox, settled and recorded", () =>
+    Effect.gen(function*() {
+      yield* openAccount({ id: "acct_pipe", balance: 1_000_000_000n })
+      const chat = yield* ChatGateway
+      const { completion, receipt } = yield* chat.complete(
+        { model: "svc/pro", messages: [{ role: "user", content: "hello" }] },
+        principal("acct_pipe")
+      )
+      expect(completion.model).toBe("svc/pro")
+      expect(receipt).toMatchObject({ id: "rcpt_1", accountId: "acct_pipe", model: "svc/pro" })
+      expect(receipt.balanceAfter).toBe(1_000_000_000n - receipt.cost.total)
+      expect(yield* Effect.flatMap(Ledger, (ledger) => ledger.receipt("acct_pipe", "rcpt_1"))).toEqual(receipt)
+      const types = (yield* Effect.flatMap(RecordedEvents, (events) => events.all)).map((event) => event.type)
+      expect(types).toEqual(expect.arrayContaining(["payment.reserved", "payment.settled", "receipt.created"]))
+    }))
+
+  it.effect("an account that cannot cover the estimate is refused before any call", () =>
+    Effect.gen(function*() {
+      yield* openAccount({ id: "acct_poor", balance: 0n })
+      const chat = yield* ChatGateway
+      const refused = yield* Effect.flip(
+        chat.complete({ model: "svc/pro", messages: [{ role: "user", content: "hello" }] }, principal("acct_poor"))
+      )
+      expect(refused._tag).toBe("InsufficientFunds")
+    }))
+})

@@ -1,0 +1,41 @@
+/**
+ * The EventLog's contract (services/EventLog.ts) as one suite that every
+ * implementation must pass: EventLogPg on a real database and EventLogMemory
+ * (test/eventLogContract.test.ts), each read back through `RecordedEvents`.
+ */
+import { expect, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { RecordedEvents } from "../../layers/events/EventLogMemory.ts"
+import { EventLog } from "../../services/EventLog.ts"
+import type { MoneyLayers } from "./moneyLayers.ts"
+
+const recorded = Effect.flatMap(RecordedEvents, (events) => events.all)
+
+export const eventLogContract = (implementation: MoneyLayers) =>
+  layer(implementation.layer, { timeout: "60 seconds" })(`EventLog contract: ${implementation.name}`, (it) => {
+    it.effect("records each event once, as given, with an event id and a time", () =>
+      Effect.gen(function*() {
+        const log = yield* EventLog
+        const data = { model: "svc/pro", attempts: [{ outcome: "ok", latency_ms: 3 }], fallback: false, note: null }
+        yield* log.record({ type: "provider.route", accountId: "acct_el1", requestId: "req_1", receiptId: "rcpt_1", data })
+        yield* log.record({ type: "privacy.rejected", accountId: "acct_el1", data: {} })
+        const mine = (yield* recorded).filter((event) => event.accountId === "acct_el1")
+        expect(mine.map(({ createdAt: _, id: __, ...event }) => event).sort((a, b) => a.type.localeCompare(b.type))).toEqual([
+          { type: "privacy.rejected", accountId: "acct_el1", data: {} },
+          { type: "provider.route", accountId: "acct_el1", requestId: "req_1", receiptId: "rcpt_1", data }
+        ])
+        for (const event of mine) {
+          expect(event.id).toMatch(/^evt_/)
+          expect(event.createdAt).toBeInstanceOf(Date)
+        }
+        expect(new Set(mine.map((event) => event.id)).size).toBe(2)
+      }))
+
+    it.effect("records events of no account", () =>
+      Effect.gen(function*() {
+        const log = yield* EventLog
+        yield* log.record({ type: "key.revoked", accountId: null, data: { key_id: "key_el2" } })
+        const found = (yield* recorded).filter((event) => event.data.key_id === "key_el2")
+        expect(found.map(({ accountId, type }) => ({ accountId, type }))).toEqual([{ accountId: null, type: "key.revoked" }])
+      }))
+  })
