@@ -6,7 +6,9 @@ import { join } from "node:path"
 import { promisify } from "node:util"
 import { Effect, Either, Layer, Redacted } from "effect"
 import { describe, expect, it } from "vitest"
+import { ConfigChecks } from "../layers/Core.ts"
 import { loadConfig, parseConfigFile } from "../layers/platform/ConfigLive.ts"
+import { startFailureLine } from "../src/startFailure.ts"
 import { RouterModesLive } from "../layers/routing/RouterModesLive.ts"
 import { AppConfig, type AppConfigShape } from "../services/Config.ts"
 import { RouterStrategies } from "../services/Router.ts"
@@ -143,19 +145,59 @@ describe("router mode options (routing.modes)", () => {
 })
 
 describe("starting with a bad config", () => {
-  const start = async (config: string, env: Record<string, string> = {}) => {
+  /** Writes `config` as the config file of a fresh directory; its path and the environment to start with. */
+  const configured = (config: string) => {
     const dir = mkdtempSync(join(tmpdir(), "svc-badconfig-"))
     writeFileSync(join(dir, "svc.config.json"), config)
+    const env = { SVC_CONFIG: join(dir, "svc.config.json"), SVC_DATA_DIR: join(dir, "data"), PORT: "0", DATABASE_URL: "" }
+    return { dir, env }
+  }
+
+  /** `npm start` as a process: its exit code and what it printed. */
+  const startProcess = async (config: string) => {
+    const { env } = configured(config)
     try {
-      await run(process.execPath, ["--import", "tsx", "src/main.ts"], {
-        env: { ...process.env, SVC_CONFIG: join(dir, "svc.config.json"), SVC_DATA_DIR: join(dir, "data"), PORT: "0", DATABASE_URL: "", ...env },
-        timeout: 60_000
-      })
+      await run(process.execPath, ["--import", "tsx", "src/main.ts"], { env: { ...process.env, ...env }, timeout: 60_000 })
       return { code: 0, stderr: "" }
     } catch (error: any) {
       return { code: error.code as number, stderr: error.stderr as string }
     }
   }
+
+  /**
+   * The same start in this process, as far as a config mistake can get: the config loaded, then
+   * everything that judges it (`ConfigChecks`, built before the database opens). The line main prints.
+   */
+  const startInProcess = (config: string) => {
+    const { dir, env } = configured(config)
+    return Effect.runPromise(
+      loadConfig(env, dir).pipe(
+        Effect.flatMap((loaded) => Effect.scoped(Layer.build(ConfigChecks.pipe(Layer.provide(Layer.succeed(AppConfig, loaded)))))),
+        Effect.as("started"),
+        Effect.catchTag("ConfigInvalid", (error) => Effect.succeed(startFailureLine(error)))
+      )
+    )
+  }
+
+  // Three real processes: a file that is not JSON, a mistake of the schema, one of the plugins'.
+  it.each([
+    ["{ not json", /^svc: invalid configuration: .*svc\.config\.json: not valid JSON/],
+    [JSON.stringify({ routing: { retry: { maxAttempts: 0 } } }), /^svc: invalid configuration: routing\.retry\.maxAttempts: /],
+    [
+      JSON.stringify({ providers: [{ ...provider, options: { organisation: "org-1" } }] }),
+      /^svc: invalid configuration: providers\[0\]\.options\.organisation: /
+    ]
+  ])("%s → exit 1 and one line", async (config, line) => {
+    const { code, stderr } = await startProcess(config)
+    expect(code).toBe(1)
+    expect(stderr.trim().split("\n")).toHaveLength(1)
+    expect(stderr.trim()).toMatch(line)
+  }, 60_000)
+
+  it("starts with a good config, so the in-process check can tell", async () => {
+    expect(await startInProcess(JSON.stringify({ providers: [{ ...provider, options: { organization: "org-1" } }] })))
+      .toBe("started")
+  })
 
   it.each([
     ["{ not json", /^svc: invalid configuration: .*svc\.config\.json: not valid JSON/],
@@ -203,10 +245,7 @@ describe("starting with a bad config", () => {
     ],
     [JSON.stringify({ promptStorage: { standardRoute: "yes" } }), /^svc: invalid configuration: promptStorage\.standardRoute: /],
     [JSON.stringify({ promptStorage: { retentionDays: 0 } }), /^svc: invalid configuration: promptStorage\.retentionDays: /]
-  ])("%s → exit 1 and one line", async (config, line) => {
-    const { code, stderr } = await start(config)
-    expect(code).toBe(1)
-    expect(stderr.trim().split("\n")).toHaveLength(1)
-    expect(stderr.trim()).toMatch(line)
-  }, 60_000)
+  ])("%s → the start stops with one line naming the field", async (config, line) => {
+    expect(await startInProcess(config)).toMatch(line)
+  })
 })
