@@ -1,50 +1,75 @@
 /**
- * The operator CLI as an operator runs it: one child process per command, one
- * fresh database for the whole scenario (PostgreSQL when `DATABASE_URL` is
- * set, else a copy of the embedded template).
+ * The operator CLI. Its commands run in this process against one gateway's
+ * services on a fresh database (PostgreSQL when `DATABASE_URL` is set, else a
+ * copy of the embedded template), with stdout and stderr captured; two real
+ * child processes show the same as an operator sees it: a JSON record and
+ * exit 0, or one line on stderr and exit 1.
  */
 import { spawn } from "node:child_process"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { NodeContext } from "@effect/platform-node"
+import { Console, Effect, Exit, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { Core } from "../layers/Core.ts"
+import { loadConfig } from "../layers/platform/ConfigLive.ts"
+import { AppConfig } from "../services/Config.ts"
+import { type OperatorServices, runCli } from "../src/cli/commands.ts"
 import { freshDatabase, type TestDatabase } from "./support/database.ts"
 
 const cwd = join(import.meta.dirname, "..")
 let dir = ""
 let database: TestDatabase | undefined
-let env: NodeJS.ProcessEnv = {}
+let env: Record<string, string> = {}
+let runtime: ManagedRuntime.ManagedRuntime<Layer.Layer.Success<OperatorServices>, unknown> | undefined
+
+/** The app's services on a config read from `env` (as the CLI process reads its own). */
+const servicesFor = (environment: Record<string, string>): OperatorServices =>
+  Core.pipe(Layer.provide(Layer.effect(AppConfig, loadConfig(environment, dir))))
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "svc-cli-"))
   // An explicit empty config file, so a developer's ./svc.config.json cannot leak in.
   writeFileSync(join(dir, "config.json"), "{}")
   database = await freshDatabase()
-  const { DATABASE_URL: _, PORT: __, ...inherited } = process.env
-  env = { ...inherited, SVC_CONFIG: join(dir, "config.json"), ...database.env }
+  env = { SVC_CONFIG: join(dir, "config.json"), ...database.env }
+  runtime = ManagedRuntime.make(servicesFor(env).pipe(Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))))
+  await runtime.runtime()
 })
 
 afterAll(async () => {
+  await runtime?.dispose()
   await database?.drop()
   rmSync(dir, { recursive: true, force: true })
 })
 
 interface Run {
-  readonly code: number | null
+  readonly code: number
   readonly stdout: string
   readonly stderr: string
 }
 
-const svc = (args: ReadonlyArray<string>, extraEnv: NodeJS.ProcessEnv = {}) =>
-  new Promise<Run>((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "src/cli.ts", ...args], { cwd, env: { ...env, ...extraEnv } })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.on("data", (chunk) => (stdout += chunk))
-    child.stderr.on("data", (chunk) => (stderr += chunk))
-    child.on("error", reject)
-    child.on("close", (code) => resolve({ code, stdout, stderr }))
-  })
+/** Runs a command line in this process against the shared services (or `services`), capturing its output. */
+const svc = async (args: ReadonlyArray<string>, services?: OperatorServices): Promise<Run> => {
+  let stdout = ""
+  let stderr = ""
+  const console = Effect.runSync(Console.consoleWith(Effect.succeed))
+  const capturing: Console.Console = {
+    ...console,
+    log: (...text) => Effect.sync(() => void (stdout += `${text.join(" ")}\n`)),
+    error: (...text) => Effect.sync(() => void (stderr += `${text.join(" ")}\n`))
+  }
+  const shared = Layer.succeedContext(await runtime!.runtime().then((built) => built.context))
+  const exit = await Effect.runPromiseExit(
+    runCli(services ?? shared)(["node", "svc", ...args]).pipe(
+      Effect.withConsole(capturing),
+      Effect.provide(NodeContext.layer),
+      Logger.withMinimumLogLevel(LogLevel.Warning)
+    )
+  )
+  return { code: Exit.isSuccess(exit) ? 0 : 1, stdout, stderr }
+}
 
 /** A successful command: exit 0, nothing on stderr, one JSON record on stdout. */
 const ok = async (...args: Array<string>) => {
@@ -55,15 +80,15 @@ const ok = async (...args: Array<string>) => {
 }
 
 /** A failed command: exit 1, nothing on stdout, exactly one line on stderr. */
-const fails = async (args: ReadonlyArray<string>, extraEnv?: NodeJS.ProcessEnv) => {
-  const run = await svc(args, extraEnv)
+const fails = async (args: ReadonlyArray<string>, services?: OperatorServices) => {
+  const run = await svc(args, services)
   expect(run.stdout).toBe("")
   expect(run.code).toBe(1)
   expect(run.stderr).toMatch(/^svc: [^\n]+\n$/)
   return run.stderr.trimEnd()
 }
 
-const slow = 120_000
+const slow = 60_000
 
 describe("svc CLI", () => {
   let account = ""
@@ -116,12 +141,11 @@ describe("svc CLI", () => {
     expect(await fails(["accounts", "show", "acct_x"])).toBe("svc: not_found: No account acct_x.")
   }, slow)
 
-  // These never open the database, so they may run side by side.
   it("rejects invalid input, a bad config and bad usage", async () => {
     const [negative, scope, config, usage] = await Promise.all([
       fails(["credits", "add", account, "--amount", "-5", "--reference", "inv-2"]),
       fails(["keys", "create", account, "--scope", "root"]),
-      fails(["accounts", "show", account], { SVC_CONFIG: join(dir, "missing.json") }),
+      fails(["accounts", "show", account], servicesFor({ ...env, SVC_CONFIG: join(dir, "missing.json") })),
       svc(["accounts", "create"])
     ])
     expect(negative).toBe("svc: invalid_request: --amount: must be greater than zero")
@@ -129,5 +153,40 @@ describe("svc CLI", () => {
     expect(config).toMatch(/^svc: invalid configuration: SVC_CONFIG: no file at /)
     expect(usage.code).not.toBe(0)
     expect(usage.stdout).toBe("")
+  }, slow)
+})
+
+describe("svc CLI as a process", () => {
+  let own: TestDatabase | undefined
+  let processEnv: NodeJS.ProcessEnv = {}
+
+  beforeAll(async () => {
+    // Its own database: the embedded one admits one process at a time, and the tests above hold theirs.
+    own = await freshDatabase()
+    const { DATABASE_URL: _, PORT: __, ...inherited } = process.env
+    processEnv = { ...inherited, SVC_CONFIG: join(dir, "config.json"), ...own.env }
+  })
+  afterAll(() => own?.drop())
+
+  const spawned = (args: ReadonlyArray<string>) =>
+    new Promise<Run>((resolve, reject) => {
+      const child = spawn(process.execPath, ["--import", "tsx", "src/cli.ts", ...args], { cwd, env: processEnv })
+      let stdout = ""
+      let stderr = ""
+      child.stdout.on("data", (chunk) => (stdout += chunk))
+      child.stderr.on("data", (chunk) => (stderr += chunk))
+      child.on("error", reject)
+      child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }))
+    })
+
+  it("prints the record and exits 0, or prints one line on stderr and exits 1", async () => {
+    const created = await spawned(["accounts", "create", "--name", "Process", "--credit", "1"])
+    expect(created).toMatchObject({ code: 0, stderr: "" })
+    expect(JSON.parse(created.stdout)).toMatchObject({ object: "account", name: "Process", balance_usd: "1.000000000" })
+    expect(await spawned(["accounts", "show", "acct_x"])).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: "svc: not_found: No account acct_x.\n"
+    })
   }, slow)
 })
