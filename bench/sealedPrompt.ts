@@ -1,6 +1,6 @@
 /**
  * What a legacy sealed prompt costs the gateway: opening a compact JWE
- * (ECDH-ES on P-256 + A256GCM, the algorithms layers/SealedPromptsPg.ts
+ * (ECDH-ES on P-256 + A256GCM, the algorithms layers/privacy/SealedPromptsPg.ts
  * accepts) and decoding its messages, against decoding the same messages sent
  * in the clear. Both run interleaved in one process, so the ratio holds on a
  * noisy machine.
