@@ -41,3 +41,10 @@ export class Transcripts extends Context.Tag("svc/Transcripts")<Transcripts, {
   /** The account's kept transcript of a receipt; not found when none was kept or it has expired. */
   readonly get: (accountId: string, receiptId: string) => Effect.Effect<Transcript, NotFound>
 }>() {}
+
+/**
+ * The one rule for which calls have their text kept: only when the operator turned
+ * `promptStorage.standardRoute` on, and only for calls served at `standard_route`.
+ */
+export const keepsTextOf = (standardRoute: boolean) => (privacyClass: PrivacyClass): boolean =>
+  standardRoute && privacyClass === "standard_route"

@@ -12,7 +12,7 @@
 import { Clock, Effect, Layer } from "effect"
 import { NotFound } from "../../services/ApiError.ts"
 import { AppConfig } from "../../services/Config.ts"
-import { type Transcript, Transcripts } from "../../services/Transcripts.ts"
+import { keepsTextOf, type Transcript, Transcripts } from "../../services/Transcripts.ts"
 
 const DAY_MS = 24 * 60 * 60 * 1000
 
@@ -21,7 +21,7 @@ export const TranscriptsMemory: Layer.Layer<Transcripts, never, AppConfig> = Lay
   Effect.gen(function*() {
     const { retentionDays, standardRoute } = (yield* AppConfig).file.promptStorage
     const kept = new Map<string, Transcript>()
-    const keeps = (privacyClass: string) => standardRoute && privacyClass === "standard_route"
+    const keeps = keepsTextOf(standardRoute)
 
     return Transcripts.of({
       keeps,

@@ -8,7 +8,7 @@ import { Effect, Layer, Schedule } from "effect"
 import { NotFound } from "../../services/ApiError.ts"
 import type { Message } from "../../services/Chat.ts"
 import { AppConfig } from "../../services/Config.ts"
-import { type TranscriptCompletion, Transcripts } from "../../services/Transcripts.ts"
+import { keepsTextOf, type TranscriptCompletion, Transcripts } from "../../services/Transcripts.ts"
 
 interface TranscriptRow {
   readonly receipt_id: string
@@ -32,7 +32,7 @@ export const TranscriptsPg = Layer.scoped(
     yield* sweep
     yield* Effect.forkScoped(Effect.repeat(sweep, Schedule.spaced("1 hour")))
 
-    const keeps = (privacyClass: string) => standardRoute && privacyClass === "standard_route"
+    const keeps = keepsTextOf(standardRoute)
 
     return Transcripts.of({
       keeps,
