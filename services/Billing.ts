@@ -41,6 +41,12 @@ export class Billing extends Context.Tag("svc/Billing")<Billing, {
   readonly estimate: (model: Model, inputTokens: number, requestedOutput: number | undefined) => Estimate
   /** Holds `amount` for the caller's call until the scope closes; fails when the available balance cannot cover it. */
   readonly hold: (principal: Principal, amount: Nanos) => Effect.Effect<Hold, InsufficientFunds, Scope.Scope>
+  /** Runs `use` on a hold of `amount`; a hold `use` did not settle is released when it ends, however it ends. */
+  readonly withHold: <A, E, R>(
+    principal: Principal,
+    amount: Nanos,
+    use: (hold: Hold) => Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E | InsufficientFunds, R>
   /** Settles the hold: the receipt of the call. A hold that already ended is a defect. */
   readonly settle: (hold: Hold, call: ServedCall) => Effect.Effect<Receipt>
   /** Releases the hold without charging (the call failed). A hold that already ended is left as it is. */

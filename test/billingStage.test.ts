@@ -96,4 +96,27 @@ describe("billing stage", () => {
         expect(billing.estimate(testModel("svc/tiny", { context: 1200 }), 1000, 500).outputTokens).toBe(200)
       })
     ))
+
+  it.effect("withHold: settled inside `use`, nothing released; failed or interrupted, released once", () => {
+    const ledger = recordingLedger()
+    return withBilling(
+      ledger,
+      Effect.gen(function*() {
+        const billing = yield* Billing
+        yield* billing.withHold(principal, 1n, (hold) => billing.settle(hold, served))
+        yield* Effect.exit(billing.withHold(principal, 1n, () => Effect.fail("upstream")))
+        const fiber = yield* Effect.fork(billing.withHold(principal, 1n, () => Effect.never))
+        yield* Effect.yieldNow()
+        yield* Fiber.interrupt(fiber)
+        expect(ledger.log).toEqual([
+          "reserve rcpt_1",
+          "settle rcpt_1",
+          "reserve rcpt_2",
+          "release rcpt_2",
+          "reserve rcpt_3",
+          "release rcpt_3"
+        ])
+      })
+    )
+  })
 })

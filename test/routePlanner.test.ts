@@ -58,6 +58,7 @@ const BillingEstimates = Layer.effect(
   Effect.map(Pricing, (pricing) => ({
     estimate: pricing.estimateFor,
     hold: () => Effect.die("not used"),
+    withHold: () => Effect.die("not used"),
     settle: () => Effect.die("not used"),
     release: () => Effect.die("not used")
   }))

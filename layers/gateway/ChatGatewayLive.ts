@@ -61,8 +61,7 @@ export const ChatGatewayLive = Layer.effect(
     return ChatGateway.of({
       complete: (sent, principal) =>
         Effect.flatMap(admitted(sent, principal), ({ call, route }) =>
-          Effect.scoped(Effect.gen(function*() {
-            const hold = yield* billing.hold(principal, route.amount)
+          billing.withHold(principal, route.amount, (hold) => Effect.gen(function*() {
             const answered = yield* upstream.complete(route.targets, call.request).pipe(
               Effect.catchAll(failed(call, route))
             )

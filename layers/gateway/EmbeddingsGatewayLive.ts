@@ -51,8 +51,7 @@ export const EmbeddingsGatewayLive = Layer.effect(
             return yield* new InvalidRequest({ message: `${model.id} cannot serve embeddings now.`, param: "model" })
           }
           const estimate = { inputTokens: counts.reduce((sum, n) => sum + n, 0), outputTokens: 0 }
-          return yield* Effect.scoped(Effect.gen(function*() {
-            const hold = yield* billing.hold(principal, pricing.amount(model.pricing, estimate))
+          return yield* billing.withHold(principal, pricing.amount(model.pricing, estimate), (hold) => Effect.gen(function*() {
             const started = performance.now()
             const result = yield* embed({
               input: inputs,
