@@ -7,14 +7,15 @@
  * revocation passes through this service, known keys are kept in memory and
  * a revocation drops its key at once.
  */
-import { createHash, randomInt, timingSafeEqual } from "node:crypto"
+import { timingSafeEqual } from "node:crypto"
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Redacted } from "effect"
-import { NotFound, Unauthorized } from "../../services/ApiError.ts"
+import { NotFound } from "../../services/ApiError.ts"
 import { type ApiKeyRecord, ApiKeys, type Principal, type Scope } from "../../services/ApiKeys.ts"
 import { AppConfig } from "../../services/Config.ts"
 import { EventLog } from "../../services/EventLog.ts"
 import { Ids } from "../../services/Ids.ts"
+import { bootstrapPrincipal, HINT_LENGTH, KEY_SHAPE, newKey, rejected, sha256 } from "./apiKeyFormat.ts"
 
 interface KeyRow {
   readonly id: string
@@ -29,18 +30,6 @@ interface KeyRow {
   readonly revoked_at: Date | null
 }
 
-const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-const SECRET_LENGTH = 40
-const KEY_SHAPE = /^svc_(live|test)_[0-9A-Za-z]{32,}$/
-
-const newKey = () => {
-  let secret = ""
-  for (let i = 0; i < SECRET_LENGTH; i++) secret += BASE62[randomInt(BASE62.length)]
-  return `svc_live_${secret}`
-}
-
-const sha256 = (text: string) => createHash("sha256").update(text).digest()
-
 const toRecord = (row: KeyRow): ApiKeyRecord => ({
   id: row.id,
   accountId: row.account_id,
@@ -53,14 +42,8 @@ const toRecord = (row: KeyRow): ApiKeyRecord => ({
   revokedAt: row.revoked_at
 })
 
-/** The one answer for every rejected key, so callers learn nothing about why. */
-const rejected = new Unauthorized({ message: "The API key is missing, invalid or revoked." })
-
 /** Enough for every live key of a large install; past it the memory starts over. */
 const MAX_REMEMBERED_KEYS = 10_000
-
-/** The bootstrap operator key from `SVC_ADMIN_KEY`: admin scope, no account. */
-const BOOTSTRAP_KEY_ID = "key_bootstrap"
 
 export const ApiKeysPg = Layer.effect(
   ApiKeys,
@@ -74,7 +57,6 @@ export const ApiKeysPg = Layer.effect(
     /** Counts revocations, so a lookup that raced one is not remembered (it may have read the row before). */
     let revocations = 0
     const adminHash = adminKey === undefined ? undefined : sha256(Redacted.value(adminKey))
-    const bootstrap: Principal = { keyId: BOOTSTRAP_KEY_ID, accountId: null, scopes: ["admin"] }
 
     return {
       create: (accountId, input) =>
@@ -87,7 +69,7 @@ export const ApiKeysPg = Layer.effect(
           // Scopes are a closed set of plain words, so the array literal needs no quoting.
           const [row] = yield* sql<KeyRow>`
             INSERT INTO api_keys (id, account_id, name, hint, secret_sha256, scopes, rpm, tpm)
-            VALUES (${ids.make("key")}, ${accountId}, ${input.name ?? null}, ${key.slice(0, 13)}, ${sha256(key)},
+            VALUES (${ids.make("key")}, ${accountId}, ${input.name ?? null}, ${key.slice(0, HINT_LENGTH)}, ${sha256(key)},
                     ${`{${[...new Set(input.scopes)].join(",")}}`}::text[], ${input.rpm ?? null}, ${input.tpm ?? null})
             RETURNING *`
           yield* events.record({ type: "key.created", accountId, data: { key_id: row!.id, scopes: row!.scopes } })
@@ -115,7 +97,7 @@ export const ApiKeysPg = Layer.effect(
       authenticate: (token) =>
         Effect.gen(function*() {
           const hash = sha256(token)
-          if (adminHash !== undefined && timingSafeEqual(hash, adminHash)) return bootstrap
+          if (adminHash !== undefined && timingSafeEqual(hash, adminHash)) return bootstrapPrincipal
           if (!KEY_SHAPE.test(token)) return yield* Effect.fail(rejected)
           const known = remembered?.get(hash.toString("base64"))
           if (known !== undefined) return known

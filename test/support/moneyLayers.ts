@@ -1,5 +1,5 @@
 /**
- * The money services (Accounts, Ledger, EventLog and what it recorded) two
+ * The money services (Accounts, ApiKeys, Ledger, EventLog and what it recorded) two
  * ways, for the contract suites that must pass on both: over a fresh real
  * database (PGlite, or PostgreSQL with DATABASE_URL), and in memory. Each
  * comes with a way to let a reservation's lease run out: real time on the
@@ -10,6 +10,8 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Layer, TestClock } from "effect"
 import { AccountsMemory } from "../../layers/accounts/AccountsMemory.ts"
 import { AccountsPg } from "../../layers/accounts/AccountsPg.ts"
+import { ApiKeysMemory } from "../../layers/accounts/ApiKeysMemory.ts"
+import { ApiKeysPg } from "../../layers/accounts/ApiKeysPg.ts"
 import { LedgerMemory } from "../../layers/billing/LedgerMemory.ts"
 import { LedgerPg } from "../../layers/billing/LedgerPg.ts"
 import { EventLogMemory, type RecordedEvent, RecordedEvents } from "../../layers/events/EventLogMemory.ts"
@@ -19,6 +21,7 @@ import { IdsTest } from "../../layers/platform/IdsTest.ts"
 import { DatabaseLive } from "../../layers/storage/Database.ts"
 import { MigrationsLive } from "../../layers/storage/Migrations.ts"
 import type { Accounts } from "../../services/Accounts.ts"
+import type { ApiKeys } from "../../services/ApiKeys.ts"
 import type { EventLog, EventType } from "../../services/EventLog.ts"
 import type { Ledger } from "../../services/Ledger.ts"
 import { freshDatabase } from "./database.ts"
@@ -28,9 +31,12 @@ export const LEASE_SECONDS = 1
 
 const configFile = { billing: { reservationLeaseSeconds: LEASE_SECONDS } }
 
+/** The bootstrap operator key both implementations are configured with (`SVC_ADMIN_KEY`). */
+export const ADMIN_KEY = "admin_contract_test_key_0123456789"
+
 export interface MoneyLayers {
   readonly name: string
-  readonly layer: Layer.Layer<Accounts | Ledger | EventLog | RecordedEvents>
+  readonly layer: Layer.Layer<Accounts | ApiKeys | Ledger | EventLog | RecordedEvents>
   /** Lets more than a lease pass, as the implementation's clock sees it. */
   readonly passLease: Effect.Effect<void>
 }
@@ -67,19 +73,20 @@ const RecordedEventsPg = Layer.effect(
 )
 
 /** A migrated fresh database (and the `AppConfig` of `file` pointing at it) for as long as the layer lives, dropped after. */
-export const freshStorage = (file: unknown) => Layer.unwrapScoped(
+export const freshStorage = (file: unknown, env: Record<string, string> = {}) => Layer.unwrapScoped(
   Effect.map(
     Effect.acquireRelease(Effect.promise(freshDatabase), (database) => Effect.promise(database.drop)),
-    (database) => MigrationsLive.pipe(Layer.provideMerge(DatabaseLive), Layer.provideMerge(testConfig(file, database.env)))
+    (database) =>
+      MigrationsLive.pipe(Layer.provideMerge(DatabaseLive), Layer.provideMerge(testConfig(file, { ...database.env, ...env })))
   )
 )
 
 export const pgMoney: MoneyLayers = {
   name: "PostgreSQL",
-  layer: Layer.mergeAll(AccountsPg, LedgerPg, RecordedEventsPg).pipe(
+  layer: Layer.mergeAll(AccountsPg, ApiKeysPg, LedgerPg, RecordedEventsPg).pipe(
     Layer.provideMerge(EventLogPg),
     Layer.provide(IdsLive),
-    Layer.provide(freshStorage(configFile)),
+    Layer.provide(freshStorage(configFile, { SVC_ADMIN_KEY: ADMIN_KEY })),
     Layer.orDie
   ),
   passLease: Effect.promise(() => new Promise<void>((wake) => setTimeout(wake, LEASE_SECONDS * 1000 + 500)))
@@ -87,11 +94,11 @@ export const pgMoney: MoneyLayers = {
 
 export const memoryMoney: MoneyLayers = {
   name: "memory",
-  layer: AccountsMemory.pipe(
+  layer: Layer.mergeAll(AccountsMemory, ApiKeysMemory).pipe(
     Layer.provideMerge(LedgerMemory),
     Layer.provideMerge(EventLogMemory),
     Layer.provide(IdsTest),
-    Layer.provide(testConfig(configFile))
+    Layer.provide(testConfig(configFile, { SVC_ADMIN_KEY: ADMIN_KEY }))
   ),
   passLease: TestClock.adjust(`${LEASE_SECONDS * 1000 + 500} millis`)
 }

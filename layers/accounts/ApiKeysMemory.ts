@@ -1,0 +1,80 @@
+/**
+ * API keys in memory, for unit tests, checked against the accounts of the
+ * `MemoryBank`: the same key format, hash-only storage, events
+ * (`key.created`, `key.revoked`), bootstrap operator key and one answer for
+ * every rejected key as ApiKeysPg (test/apiKeysContract.test.ts runs one
+ * suite on both).
+ *
+ * Not modelled: constant-time comparison (a map lookup by hash stands in)
+ * and the database's clock (times come from `Clock`).
+ */
+import { Clock, Effect, Layer, Redacted } from "effect"
+import { NotFound } from "../../services/ApiError.ts"
+import { type ApiKeyRecord, ApiKeys } from "../../services/ApiKeys.ts"
+import { AppConfig } from "../../services/Config.ts"
+import { EventLog } from "../../services/EventLog.ts"
+import { Ids } from "../../services/Ids.ts"
+import { MemoryBank } from "../billing/memoryBank.ts"
+import { bootstrapPrincipal, HINT_LENGTH, KEY_SHAPE, newKey, rejected, sha256 } from "./apiKeyFormat.ts"
+
+const hashOf = (token: string) => sha256(token).toString("base64")
+
+export const ApiKeysMemory: Layer.Layer<ApiKeys, never, MemoryBank | Ids | EventLog | AppConfig> = Layer.effect(
+  ApiKeys,
+  Effect.gen(function*() {
+    const bank = yield* MemoryBank
+    const ids = yield* Ids
+    const events = yield* EventLog
+    const { adminKey } = yield* AppConfig
+    const adminHash = adminKey === undefined ? undefined : hashOf(Redacted.value(adminKey))
+    /** Records by id, and ids by key hash. */
+    const records = new Map<string, ApiKeyRecord>()
+    const byHash = new Map<string, string>()
+
+    return ApiKeys.of({
+      create: (accountId, input) =>
+        Effect.gen(function*() {
+          if (!bank.accounts.has(accountId)) {
+            return yield* new NotFound({ message: `No account ${accountId}.`, param: "id" })
+          }
+          const key = newKey()
+          const record: ApiKeyRecord = {
+            id: ids.make("key"),
+            accountId,
+            name: input.name ?? null,
+            hint: key.slice(0, HINT_LENGTH),
+            scopes: [...new Set(input.scopes)],
+            rpm: input.rpm ?? null,
+            tpm: input.tpm ?? null,
+            createdAt: new Date(yield* Clock.currentTimeMillis),
+            revokedAt: null
+          }
+          records.set(record.id, record)
+          byHash.set(hashOf(key), record.id)
+          yield* events.record({ type: "key.created", accountId, data: { key_id: record.id, scopes: record.scopes } })
+          return { record, key }
+        }),
+
+      revoke: (keyId) =>
+        Effect.gen(function*() {
+          const found = records.get(keyId)
+          if (found === undefined) return yield* new NotFound({ message: `No API key ${keyId}.`, param: "id" })
+          const record = found.revokedAt === null
+            ? { ...found, revokedAt: new Date(yield* Clock.currentTimeMillis) }
+            : found
+          records.set(keyId, record)
+          yield* events.record({ type: "key.revoked", accountId: record.accountId, data: { key_id: keyId } })
+          return record
+        }),
+
+      authenticate: (token) =>
+        Effect.suspend(() => {
+          const hash = hashOf(token)
+          if (adminHash !== undefined && hash === adminHash) return Effect.succeed(bootstrapPrincipal)
+          const record = KEY_SHAPE.test(token) ? records.get(byHash.get(hash) ?? "") : undefined
+          if (record === undefined || record.revokedAt !== null) return Effect.fail(rejected)
+          return Effect.succeed({ keyId: record.id, accountId: record.accountId, scopes: record.scopes })
+        })
+    })
+  })
+)

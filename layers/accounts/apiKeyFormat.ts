@@ -1,0 +1,31 @@
+/**
+ * What every ApiKeys layer shares: the key format (`svc_live_` + 40 base62
+ * characters), its SHA-256 (the only form stored), the bootstrap operator
+ * principal, and the one answer for every rejected key.
+ */
+import { createHash, randomInt } from "node:crypto"
+import { Unauthorized } from "../../services/ApiError.ts"
+import type { Principal } from "../../services/ApiKeys.ts"
+
+const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+const SECRET_LENGTH = 40
+
+/** A token that could be a key; anything else is refused without a lookup. */
+export const KEY_SHAPE = /^svc_(live|test)_[0-9A-Za-z]{32,}$/
+
+/** Characters of a key kept to recognise it in a list. */
+export const HINT_LENGTH = 13
+
+export const newKey = () => {
+  let secret = ""
+  for (let i = 0; i < SECRET_LENGTH; i++) secret += BASE62[randomInt(BASE62.length)]
+  return `svc_live_${secret}`
+}
+
+export const sha256 = (text: string) => createHash("sha256").update(text).digest()
+
+/** The one answer for every rejected key, so callers learn nothing about why. */
+export const rejected = new Unauthorized({ message: "The API key is missing, invalid or revoked." })
+
+/** The bootstrap operator key from `SVC_ADMIN_KEY`: admin scope, no account. */
+export const bootstrapPrincipal: Principal = { keyId: "key_bootstrap", accountId: null, scopes: ["admin"] }
