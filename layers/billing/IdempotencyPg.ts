@@ -4,9 +4,9 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
-import { Conflict } from "../../services/ApiError.ts"
 import { AppConfig } from "../../services/Config.ts"
 import { Idempotency, type IdempotencyKey } from "../../services/Idempotency.ts"
+import { stillRunning, usedWithAnotherBody } from "./idempotencyRefusals.ts"
 import { open, seal } from "./sealedResponse.ts"
 
 interface KeyRow {
@@ -41,18 +41,8 @@ export const IdempotencyPg = Layer.effect(
             RETURNING key`.pipe(Effect.orDie)
           if (claimed.length > 0) return undefined
           const [row] = yield* sql<KeyRow>`SELECT * FROM idempotency_keys WHERE ${where(claim)}`.pipe(Effect.orDie)
-          if (row === undefined || !sameBytes(row.request_sha256, claim.requestSha256)) {
-            return yield* new Conflict({
-              message: "This Idempotency-Key was used with a different request body.",
-              param: "Idempotency-Key"
-            })
-          }
-          if (row.status === "running") {
-            return yield* new Conflict({
-              message: "A request with this Idempotency-Key is still in progress; retry when it has finished.",
-              param: "Idempotency-Key"
-            })
-          }
+          if (row === undefined || !sameBytes(row.request_sha256, claim.requestSha256)) return yield* usedWithAnotherBody()
+          if (row.status === "running") return yield* stillRunning()
           const body = open(claim.responseKey, row.response_body!)
           // Same hash, yet the key does not open it: impossible unless the row was tampered with.
           if (body === undefined) return yield* Effect.dieMessage("a kept idempotent response could not be opened")

@@ -1,5 +1,5 @@
 /**
- * The money services (Accounts, ApiKeys, Ledger, EventLog and what it recorded) two
+ * The money services (Accounts, ApiKeys, Idempotency, Ledger, EventLog and what it recorded) two
  * ways, for the contract suites that must pass on both: over a fresh real
  * database (PGlite, or PostgreSQL with DATABASE_URL), and in memory. Each
  * comes with a way to let a reservation's lease run out: real time on the
@@ -12,6 +12,8 @@ import { AccountsMemory } from "../../layers/accounts/AccountsMemory.ts"
 import { AccountsPg } from "../../layers/accounts/AccountsPg.ts"
 import { ApiKeysMemory } from "../../layers/accounts/ApiKeysMemory.ts"
 import { ApiKeysPg } from "../../layers/accounts/ApiKeysPg.ts"
+import { IdempotencyMemory } from "../../layers/billing/IdempotencyMemory.ts"
+import { IdempotencyPg } from "../../layers/billing/IdempotencyPg.ts"
 import { LedgerMemory } from "../../layers/billing/LedgerMemory.ts"
 import { LedgerPg } from "../../layers/billing/LedgerPg.ts"
 import { EventLogMemory, type RecordedEvent, RecordedEvents } from "../../layers/events/EventLogMemory.ts"
@@ -23,6 +25,7 @@ import { MigrationsLive } from "../../layers/storage/Migrations.ts"
 import type { Accounts } from "../../services/Accounts.ts"
 import type { ApiKeys } from "../../services/ApiKeys.ts"
 import type { EventLog, EventType } from "../../services/EventLog.ts"
+import type { Idempotency } from "../../services/Idempotency.ts"
 import type { Ledger } from "../../services/Ledger.ts"
 import { freshDatabase } from "./database.ts"
 import { testConfig } from "./testConfig.ts"
@@ -36,7 +39,7 @@ export const ADMIN_KEY = "admin_contract_test_key_0123456789"
 
 export interface MoneyLayers {
   readonly name: string
-  readonly layer: Layer.Layer<Accounts | ApiKeys | Ledger | EventLog | RecordedEvents>
+  readonly layer: Layer.Layer<Accounts | ApiKeys | Idempotency | Ledger | EventLog | RecordedEvents>
   /** Lets more than a lease pass, as the implementation's clock sees it. */
   readonly passLease: Effect.Effect<void>
 }
@@ -83,7 +86,7 @@ export const freshStorage = (file: unknown, env: Record<string, string> = {}) =>
 
 export const pgMoney: MoneyLayers = {
   name: "PostgreSQL",
-  layer: Layer.mergeAll(AccountsPg, ApiKeysPg, LedgerPg, RecordedEventsPg).pipe(
+  layer: Layer.mergeAll(AccountsPg, ApiKeysPg, IdempotencyPg, LedgerPg, RecordedEventsPg).pipe(
     Layer.provideMerge(EventLogPg),
     Layer.provide(IdsLive),
     Layer.provide(freshStorage(configFile, { SVC_ADMIN_KEY: ADMIN_KEY })),
@@ -94,7 +97,7 @@ export const pgMoney: MoneyLayers = {
 
 export const memoryMoney: MoneyLayers = {
   name: "memory",
-  layer: Layer.mergeAll(AccountsMemory, ApiKeysMemory).pipe(
+  layer: Layer.mergeAll(AccountsMemory, ApiKeysMemory, IdempotencyMemory).pipe(
     Layer.provideMerge(LedgerMemory),
     Layer.provideMerge(EventLogMemory),
     Layer.provide(IdsTest),
