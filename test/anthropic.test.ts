@@ -1,3 +1,4 @@
+/** The Anthropic plugin against a fake Messages API over a real socket: translation both ways, streams, options and failures. */
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Exit, Scope, Stream, TestClock } from "effect"
 import { plugin } from "../plugins/providers/anthropic/index.ts"

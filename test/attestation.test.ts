@@ -1,3 +1,4 @@
+/** The Attestation service and its verifier kinds against a fake confidential runtime: verdicts, refusals, caching and refresh. */
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Either, Fiber, Layer } from "effect"
 import { AttestationLive, type AttestationLiveOptions } from "../layers/privacy/AttestationLive.ts"

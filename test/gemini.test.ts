@@ -1,3 +1,4 @@
+/** The Gemini plugin against a fake generateContent API over a real socket: translation both ways, streams, embeddings, options and failures. */
 import { countTokens } from "gpt-tokenizer/encoding/o200k_base"
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Exit, Scope, Stream, TestClock } from "effect"

@@ -1,3 +1,4 @@
+/** The OpenAI-compatible plugin against a fake upstream over a real socket: pass-through, streams, embeddings, options and failures. */
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Deferred, Duration, Effect, Either, Exit, Scope, Stream } from "effect"
 import { plugin } from "../plugins/providers/openaiCompatible/index.ts"

@@ -1,3 +1,4 @@
+/** The offline sandbox plugin: deterministic answers, tool calls, schema-valid JSON, streams and embeddings. */
 import { describe, expect, it } from "@effect/vitest"
 import { Ajv2020 } from "ajv/dist/2020.js"
 import { Chunk, Effect, Layer, Option, Stream } from "effect"
