@@ -10,6 +10,7 @@ import { Context, Effect, Either, Layer } from "effect"
 import type { Model } from "./Catalogue.ts"
 import { AppConfig, type Capability, ConfigInvalid } from "./Config.ts"
 import type { Nanos } from "./Money.ts"
+import { fieldIn } from "./fieldPath.ts"
 import { decodeOptions, type Plugin, type Registry } from "./Registry.ts"
 
 /** What the router knows of a request: enough to judge eligibility and to score models. */
@@ -74,9 +75,6 @@ export const withOptions = <Options>(strategy: RouterStrategy<Options>, options:
   options: strategy.options,
   rank: (candidates, shape) => strategy.rank(candidates, shape, options)
 })
-
-/** `routing.modes.fast` + `maxP95Ratio` → `routing.modes.fast.maxP95Ratio`; an index or an empty field joins without a dot. */
-const fieldIn = (base: string, field: string) => (field === "" || field.startsWith("[") ? base + field : `${base}.${field}`)
 
 /**
  * The Layer a strategy file exports: decodes the mode's options from `routing.modes.<id>` (absent → the

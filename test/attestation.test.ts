@@ -4,8 +4,8 @@ import { Context, Effect, Either, Fiber, Layer } from "effect"
 import { AttestationLive, type AttestationLiveOptions } from "../layers/privacy/AttestationLive.ts"
 import { AttestationVerifiersLive } from "../layers/privacy/AttestationVerifiersLive.ts"
 import { AttestationVerifierPlugins } from "../plugins/attestation/index.ts"
-import { JwtAttestationVerifierLive, makeJwtVerifier } from "../plugins/attestation/jwt.ts"
-import { Attestation, type AttestationRefusalReason, AttestationRefused } from "../services/Attestation.ts"
+import { makeJwtVerifier } from "../plugins/attestation/jwt.ts"
+import { Attestation, type AttestationRefusalReason, AttestationRefused, registerVerifier } from "../services/Attestation.ts"
 import {
   acquireFakeAttestationRuntime,
   closedPort,
@@ -16,7 +16,12 @@ import {
 /** The service over the JWT verifier, living in the test scope. */
 const makeService = (options: AttestationLiveOptions = {}) =>
   Layer.build(
-    AttestationLive(options).pipe(Layer.provide(JwtAttestationVerifierLive({ timeoutMs: 2_000, refusedRetryAfterSeconds: 30 })))
+    AttestationLive(options).pipe(Layer.provide(
+      // The JWT verifier alone, tuned for the tests, in a registry of its own.
+      registerVerifier(makeJwtVerifier({ timeoutMs: 2_000, refusedRetryAfterSeconds: 30 })).pipe(
+        Layer.provideMerge(AttestationVerifiersLive)
+      )
+    ))
   ).pipe(Effect.map((context) => Context.get(context, Attestation)))
 
 const refusalOf = <A>(effect: Effect.Effect<A, AttestationRefused>) =>

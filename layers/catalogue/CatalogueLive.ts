@@ -9,6 +9,7 @@ import { Effect, Either, Layer, Option } from "effect"
 import { AttestationVerifiers, verifierFor } from "../../services/Attestation.ts"
 import { Catalogue, type Deployment, type Model, type TokenPrice } from "../../services/Catalogue.ts"
 import { AppConfig, type Capability, ConfigInvalid, type ModelConfig, type PrivacyClass, type ProviderPrivacy } from "../../services/Config.ts"
+import { fieldIn } from "../../services/fieldPath.ts"
 import { parseUsd } from "../../services/Money.ts"
 import { CLASS_RANK } from "../../services/Privacy.ts"
 import { ProviderRegistry } from "../../services/Providers.ts"
@@ -90,7 +91,7 @@ export const CatalogueLive = Layer.scoped(
       const options = decodeOptions(plugin.value, provider.options ?? {})
       if (Either.isLeft(options)) {
         const { field, reason } = options.left
-        return yield* new ConfigInvalid({ field: `${at}.options${field === "" ? "" : `.${field}`}`, reason })
+        return yield* new ConfigInvalid({ field: fieldIn(`${at}.options`, field), reason })
       }
       const adapter = yield* plugin.value.make(provider, options.right, config.env).pipe(
         Effect.mapError((error) => new ConfigInvalid({ field: `${at}.${error.field}`, reason: error.reason }))
@@ -99,7 +100,7 @@ export const CatalogueLive = Layer.scoped(
       const verifier = policy.attestation === undefined ? undefined : verifierFor(verifiers, policy.attestation)
       if (verifier !== undefined && Either.isLeft(verifier)) {
         const { field, reason } = verifier.left
-        return yield* new ConfigInvalid({ field: `${at}.privacy.attestation.${field}`, reason })
+        return yield* new ConfigInvalid({ field: fieldIn(`${at}.privacy.attestation`, field), reason })
       }
       const privacyClasses = classesEarned(policy)
       for (const [slot, deployment] of provider.deployments.entries()) {

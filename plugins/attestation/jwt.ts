@@ -6,13 +6,12 @@
  * than `maxAgeSeconds`. Every verification asks with a fresh random nonce.
  */
 import { randomBytes } from "node:crypto"
-import { Clock, Effect, Layer, Option } from "effect"
+import { Clock, Effect } from "effect"
 import { jwtVerify } from "jose"
 import {
   type AttestationClaims,
   type AttestationCommon,
   AttestationRefused,
-  AttestationVerifiers,
   type AttestationVerifierPlugin,
   checkClaims,
   registerVerifier
@@ -68,18 +67,3 @@ export const plugin = makeJwtVerifier()
 
 /** Registers the JWT verifier (kind `"jwt"`). */
 export const JwtVerifier = registerVerifier(plugin)
-
-/**
- * The JWT verifier alone, with this tuning, as the registry `Attestation`
- * reads: for tests and setups that want only this kind. The app registers
- * `JwtVerifier` in the shared registry instead (plugins/attestation/index.ts).
- */
-export const JwtAttestationVerifierLive = (tuning: JwtVerifierOptions = {}): Layer.Layer<AttestationVerifiers> =>
-  Layer.sync(AttestationVerifiers, () => {
-    const verifier = makeJwtVerifier(tuning)
-    return {
-      register: (other) => Effect.dieMessage(`only the "jwt" verifier is here; "${other.id}" cannot be added`),
-      get: (id) => (id === verifier.id ? Option.some(verifier) : Option.none()),
-      ids: () => [verifier.id]
-    }
-  })
