@@ -16,7 +16,7 @@
 import { Effect, Layer } from "effect"
 import { AppConfig } from "../../services/Config.ts"
 import { type DeploymentHealth, Health, type Outcome } from "../../services/Health.ts"
-import { type BreakerRow, stateAt } from "./breakerRows.ts"
+import { type BreakerRow, stateAt, viewOf } from "./breakerRows.ts"
 import { PROBE_LEASE_SECONDS } from "./HealthPg.ts"
 import { makeWindow, type RollingWindow } from "./healthWindow.ts"
 
@@ -85,15 +85,7 @@ export const HealthMemory: Layer.Layer<Health, never, AppConfig> = Layer.effect(
 
     const view = (deployment: string): DeploymentHealth => {
       const at = now()
-      const breaker = breakers.get(deployment)
-      const state = stateAt(breaker, at)
-      return {
-        deployment,
-        state,
-        consecutiveFailures: breaker?.consecutiveFailures ?? 0,
-        ...windowOf(deployment).stats(at),
-        retryAt: state === "open" && breaker?.retryAt != null ? new Date(breaker.retryAt) : undefined
-      }
+      return viewOf(deployment, breakers.get(deployment), windowOf(deployment).stats(at), at)
     }
 
     const admits = (deployment: string) =>

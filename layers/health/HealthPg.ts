@@ -24,7 +24,7 @@ import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Layer, Schedule } from "effect"
 import { AppConfig } from "../../services/Config.ts"
 import { type DeploymentHealth, Health } from "../../services/Health.ts"
-import { BREAKER_COLUMNS, type BreakerColumns, type BreakerRow, fromColumns, newer, readBreakers, stateAt } from "./breakerRows.ts"
+import { BREAKER_COLUMNS, type BreakerColumns, type BreakerRow, fromColumns, newer, readBreakers, stateAt, viewOf } from "./breakerRows.ts"
 import { makeBuckets } from "./healthBuckets.ts"
 import { makeWindow, type RollingWindow, type WindowStats } from "./healthWindow.ts"
 import { toJson } from "./latencyHistogram.ts"
@@ -250,15 +250,7 @@ export const HealthPg = Layer.scoped(
 
       view: (deployment): DeploymentHealth => {
         const at = now()
-        const row = breakers.get(deployment)
-        const state = stateAt(row, at)
-        return {
-          deployment,
-          state,
-          consecutiveFailures: row?.consecutiveFailures ?? 0,
-          ...(windows.get(deployment)?.stats(at) ?? NOTHING_MEASURED),
-          retryAt: state === "open" && row?.retryAt != null ? new Date(row.retryAt) : undefined
-        }
+        return viewOf(deployment, breakers.get(deployment), windows.get(deployment)?.stats(at) ?? NOTHING_MEASURED, at)
       },
 
       admits: (deployment) =>

@@ -5,7 +5,8 @@
  */
 import type { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import type { BreakerState } from "../../services/Health.ts"
+import type { BreakerState, DeploymentHealth } from "../../services/Health.ts"
+import type { WindowStats } from "./healthWindow.ts"
 
 export interface BreakerRow {
   readonly deployment: string
@@ -60,3 +61,15 @@ export const readBreakers = (sql: SqlClient.SqlClient) =>
       rows: rows.flatMap((row) => row.deployment === null ? [] : [fromColumns(row as BreakerColumns)])
     }))
   )
+
+/** A deployment's view at `at`: its breaker (none yet reads as closed) and its window's numbers. */
+export const viewOf = (deployment: string, row: BreakerRow | undefined, stats: WindowStats, at: number): DeploymentHealth => {
+  const state = stateAt(row, at)
+  return {
+    deployment,
+    state,
+    consecutiveFailures: row?.consecutiveFailures ?? 0,
+    ...stats,
+    retryAt: state === "open" && row?.retryAt != null ? new Date(row.retryAt) : undefined
+  }
+}

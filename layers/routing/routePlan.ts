@@ -9,7 +9,8 @@
  *   `route: "auto"` the `auto` mode ranks them instead.
  *
  * A mode may also leave models out (`fast` its slow outliers); the plan keeps
- * why, per model, beside the short reason for the first.
+ * why, per model, beside the short reason for the first (both go into the
+ * call's first `provider.route` event).
  *
  * Models that cannot serve the request (a capability it needs, or a context
  * too small) are left out; when none is left the request is refused with 400:
@@ -100,11 +101,6 @@ export const planRoute = (
     }
     const ranking = strategy.value.rank(eligible.map(candidateOf), shape)
     if (ranking.order.length === 0) return yield* Effect.dieMessage(`router mode ${strategy.value.id} left no model`)
-    if (ranking.dropped.length > 0) {
-      yield* Effect.logDebug("router mode left models out").pipe(
-        Effect.annotateLogs({ mode: strategy.value.id, dropped: ranking.dropped })
-      )
-    }
     return {
       models: ranking.order.map((candidate) => candidate.model),
       reason: `${strategy.value.id}: ${ranking.reason}`,
