@@ -10,13 +10,12 @@
  */
 import { Clock, Effect, Layer } from "effect"
 import { Accounts, type LedgerEntry } from "../../services/Accounts.ts"
-import { Conflict, NotFound } from "../../services/ApiError.ts"
+import { Conflict, type NotFound } from "../../services/ApiError.ts"
+import { accountNotFound } from "./accountRefusals.ts"
 import { EventLog } from "../../services/EventLog.ts"
 import { Ids } from "../../services/Ids.ts"
 import { formatUsd, type Nanos } from "../../services/Money.ts"
 import { type MemoryAccount, MemoryBank } from "../billing/memoryBank.ts"
-
-const accountNotFound = (id: string) => new NotFound({ message: `No account ${id}.`, param: "id" })
 
 export const AccountsMemory: Layer.Layer<Accounts, never, MemoryBank | Ids | EventLog> = Layer.effect(
   Accounts,

@@ -2,7 +2,8 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
 import { type Account, Accounts, type LedgerEntry } from "../../services/Accounts.ts"
-import { Conflict, NotFound } from "../../services/ApiError.ts"
+import { Conflict } from "../../services/ApiError.ts"
+import { accountNotFound } from "./accountRefusals.ts"
 import { EventLog } from "../../services/EventLog.ts"
 import { Ids } from "../../services/Ids.ts"
 import { formatUsd, type Nanos, fromNumericColumn } from "../../services/Money.ts"
@@ -44,8 +45,6 @@ const toEntry = (row: LedgerRow): LedgerEntry => ({
   balanceAfter: money(row.balance_after_usd),
   createdAt: row.created_at
 })
-
-const accountNotFound = (id: string) => new NotFound({ message: `No account ${id}.`, param: "id" })
 
 export const AccountsPg = Layer.effect(
   Accounts,

@@ -9,12 +9,12 @@
  * and the database's clock (times come from `Clock`).
  */
 import { Clock, Effect, Layer, Redacted } from "effect"
-import { NotFound } from "../../services/ApiError.ts"
 import { type ApiKeyRecord, ApiKeys } from "../../services/ApiKeys.ts"
 import { AppConfig } from "../../services/Config.ts"
 import { EventLog } from "../../services/EventLog.ts"
 import { Ids } from "../../services/Ids.ts"
 import { MemoryBank } from "../billing/memoryBank.ts"
+import { accountNotFound, keyNotFound } from "./accountRefusals.ts"
 import { bootstrapPrincipal, HINT_LENGTH, KEY_SHAPE, newKey, rejected, sha256 } from "./apiKeyFormat.ts"
 
 const hashOf = (token: string) => sha256(token).toString("base64")
@@ -35,7 +35,7 @@ export const ApiKeysMemory: Layer.Layer<ApiKeys, never, MemoryBank | Ids | Event
       create: (accountId, input) =>
         Effect.gen(function*() {
           if (!bank.accounts.has(accountId)) {
-            return yield* new NotFound({ message: `No account ${accountId}.`, param: "id" })
+            return yield* accountNotFound(accountId)
           }
           const key = newKey()
           const record: ApiKeyRecord = {
@@ -58,7 +58,7 @@ export const ApiKeysMemory: Layer.Layer<ApiKeys, never, MemoryBank | Ids | Event
       revoke: (keyId) =>
         Effect.gen(function*() {
           const found = records.get(keyId)
-          if (found === undefined) return yield* new NotFound({ message: `No API key ${keyId}.`, param: "id" })
+          if (found === undefined) return yield* keyNotFound(keyId)
           const record = found.revokedAt === null
             ? { ...found, revokedAt: new Date(yield* Clock.currentTimeMillis) }
             : found

@@ -10,11 +10,11 @@
 import { timingSafeEqual } from "node:crypto"
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Redacted } from "effect"
-import { NotFound } from "../../services/ApiError.ts"
 import { type ApiKeyRecord, ApiKeys, type Principal, type Scope } from "../../services/ApiKeys.ts"
 import { AppConfig } from "../../services/Config.ts"
 import { EventLog } from "../../services/EventLog.ts"
 import { Ids } from "../../services/Ids.ts"
+import { accountNotFound, keyNotFound } from "./accountRefusals.ts"
 import { bootstrapPrincipal, HINT_LENGTH, KEY_SHAPE, newKey, rejected, sha256 } from "./apiKeyFormat.ts"
 
 interface KeyRow {
@@ -63,7 +63,7 @@ export const ApiKeysPg = Layer.effect(
         Effect.gen(function*() {
           const [account] = yield* sql`SELECT id FROM accounts WHERE id = ${accountId} FOR SHARE`
           if (account === undefined) {
-            return yield* Effect.fail(new NotFound({ message: `No account ${accountId}.`, param: "id" }))
+            return yield* Effect.fail(accountNotFound(accountId))
           }
           const key = newKey()
           // Scopes are a closed set of plain words, so the array literal needs no quoting.
@@ -80,7 +80,7 @@ export const ApiKeysPg = Layer.effect(
         Effect.gen(function*() {
           const [row] = yield* sql<KeyRow>`
             UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = ${keyId} RETURNING *`
-          if (row === undefined) return yield* Effect.fail(new NotFound({ message: `No API key ${keyId}.`, param: "id" }))
+          if (row === undefined) return yield* Effect.fail(keyNotFound(keyId))
           yield* events.record({ type: "key.revoked", accountId: row.account_id, data: { key_id: row.id } })
           return row
         }).pipe(

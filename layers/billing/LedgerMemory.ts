@@ -15,12 +15,12 @@
  * come from `Clock`). An unknown account has nothing available.
  */
 import { Clock, Effect, Layer } from "effect"
-import { InsufficientFunds, NotFound } from "../../services/ApiError.ts"
 import { AppConfig } from "../../services/Config.ts"
 import { EventLog } from "../../services/EventLog.ts"
 import { Ids } from "../../services/Ids.ts"
 import { Ledger, receiptOf } from "../../services/Ledger.ts"
 import { formatUsd as usd, type Nanos } from "../../services/Money.ts"
+import { cannotCover, receiptNotFound } from "./ledgerRefusals.ts"
 import { MemoryBank, MemoryBankLive, type MemoryReservation } from "./memoryBank.ts"
 
 const min = (a: Nanos, b: Nanos) => (a < b ? a : b)
@@ -57,9 +57,7 @@ const make = Effect.gen(function*() {
         const account = bank.accounts.get(accountId)
         if (account === undefined || amount > account.balance - account.reserved) {
           yield* events.record({ type: "payment.insufficient_funds", accountId, requestId, data: { estimated_usd: usd(amount) } })
-          return yield* new InsufficientFunds({
-            message: `The available balance cannot cover this call's estimate of ${usd(amount)} USD.`
-          })
+          return yield* cannotCover(amount)
         }
         account.reserved += amount
         const reservation = { id, accountId, requestId, amount, reservedAt: new Date(now) }
@@ -125,7 +123,7 @@ const make = Effect.gen(function*() {
       Effect.suspend(() => {
         const receipt = bank.receipts.get(id)
         return receipt === undefined || receipt.accountId !== accountId
-          ? Effect.fail(new NotFound({ message: `No receipt ${id}.`, param: "id" }))
+          ? Effect.fail(receiptNotFound(id))
           : Effect.succeed(receipt)
       })
   })

@@ -13,7 +13,8 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, type Exit, Layer } from "effect"
-import { type InsufficientFunds, NotFound } from "../../services/ApiError.ts"
+import type { InsufficientFunds } from "../../services/ApiError.ts"
+import { receiptNotFound } from "./ledgerRefusals.ts"
 import { AppConfig } from "../../services/Config.ts"
 import { Ids } from "../../services/Ids.ts"
 import { Ledger, type Receipt, type Reservation } from "../../services/Ledger.ts"
@@ -78,7 +79,7 @@ export const LedgerPg = Layer.scoped(
           Effect.orDie,
           Effect.flatMap(([row]) =>
             row === undefined
-              ? Effect.fail(new NotFound({ message: `No receipt ${id}.`, param: "id" }))
+              ? Effect.fail(receiptNotFound(id))
               : Effect.succeed(toReceipt(row))
           )
         )

@@ -6,10 +6,11 @@
  */
 import type { SqlClient } from "@effect/sql"
 import { Effect, Exit } from "effect"
-import { InsufficientFunds } from "../../services/ApiError.ts"
+import type { InsufficientFunds } from "../../services/ApiError.ts"
 import type { Ids } from "../../services/Ids.ts"
 import type { Reservation } from "../../services/Ledger.ts"
 import { formatUsd } from "../../services/Money.ts"
+import { cannotCover } from "./ledgerRefusals.ts"
 import type { ReserveItem } from "./ledgerRows.ts"
 
 const usd = formatUsd
@@ -63,10 +64,6 @@ export const makeReserveBatch = (sql: SqlClient.SqlClient, ids: typeof Ids.Servi
         const at = reservedAt.get(id)
         return at !== undefined
           ? Exit.succeed({ id, accountId, requestId: item.requestId, amount: item.amount, reservedAt: at })
-          : Exit.fail(
-            new InsufficientFunds({
-              message: `The available balance cannot cover this call's estimate of ${usd(item.amount)} USD.`
-            })
-          )
+          : Exit.fail(cannotCover(item.amount))
       })
     })
