@@ -1,6 +1,9 @@
-/** The one line `npm start` prints when it cannot start, before it exits with 1. */
+/** The one line `npm start` (and the CLI) print when the app cannot start, before exiting with 1. */
 import type { DataDirInUse } from "../layers/storage/Database.ts"
 import type { ConfigInvalid } from "../services/Config.ts"
 
+/** A config mistake, naming its field. */
+export const configLine = (error: ConfigInvalid): string => `invalid configuration: ${error.message}`
+
 export const startFailureLine = (error: ConfigInvalid | DataDirInUse): string =>
-  error._tag === "ConfigInvalid" ? `svc: invalid configuration: ${error.message}` : `svc: ${error.message}`
+  `svc: ${error._tag === "ConfigInvalid" ? configLine(error) : error.message}`

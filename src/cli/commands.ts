@@ -14,6 +14,7 @@ import { ConfigInvalid } from "../../services/Config.ts"
 import { SealedPrompts } from "../../services/SealedPrompts.ts"
 import { AddCredits, CreateAccount, CreateKey } from "../api/Records.ts"
 import { toAccountRecord, toKeyRecord, toLedgerRecord } from "../handlers/Admin.ts"
+import { configLine } from "../startFailure.ts"
 
 /** What the commands need: the app's services (the database opens only once a command's input is valid). */
 export type OperatorServices = Layer.Layer<Accounts | ApiKeys | SealedPrompts, unknown>
@@ -126,7 +127,7 @@ const lineOf = (error: unknown) =>
   isApiError(error)
     ? `${codeOf(error)}: ${error.message}`
     : error instanceof ConfigInvalid
-    ? `invalid configuration: ${error.message}`
+    ? configLine(error)
     : String(error instanceof Error ? error.message : error).split("\n")[0]
 
 /** Usage errors are already printed by @effect/cli; everything else gets its one line here. */
