@@ -33,6 +33,9 @@ const Storage = MigrationsLive.pipe(Layer.provideMerge(DatabaseLive))
 /** The attestation verifiers, registered by their plugin Layers; read by the catalogue (at start) and `Attestation`. */
 const Verifiers = AttestationVerifierPlugins.pipe(Layer.provideMerge(AttestationVerifiersLive))
 
+/** Confidential runtimes' verdicts, from the verifier each attestation block's `kind` names. */
+const Attestations = AttestationLive().pipe(Layer.provide(Verifiers))
+
 const Catalogue = CatalogueLive.pipe(
   Layer.provide(Plugins),
   Layer.provide(ProviderRegistryLive),
@@ -56,7 +59,7 @@ export const coreWith = <E, R>(ledger: Layer.Layer<Ledger, E, R>) => {
     // Deployment health shared through the database: the router's breaker and the health report.
     Layer.provideMerge(Layer.mergeAll(HealthPg, HealthReportPg)),
     Layer.provideMerge(Money),
-    Layer.provideMerge(AttestationLive().pipe(Layer.provide(Verifiers))),
+    Layer.provideMerge(Attestations),
     Layer.provideMerge(ConfigChecks),
     Layer.provideMerge(PricingLive),
     Layer.provideMerge(IdsLive)
