@@ -42,6 +42,11 @@ export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", Shown) 
 export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", Shown) {}
 /** Request body over the configured limit. */
 export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", Shown) {}
+/** The key or account is over a rate limit (requests or tokens per minute, concurrent calls). */
+export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
+  ...Shown,
+  ...RetryAfter
+}) {}
 /** The class asked for cannot be earned by the model, and no fallback to a lower one was allowed. */
 export class PrivacyClassUnavailable extends Schema.TaggedError<PrivacyClassUnavailable>()("PrivacyClassUnavailable", {
   ...Shown,
@@ -80,6 +85,7 @@ const classes = [
   NotFound,
   Conflict,
   PayloadTooLarge,
+  RateLimited,
   PrivacyClassUnavailable,
   InternalError,
   UpstreamError,
@@ -103,6 +109,7 @@ export const FACTS = {
   NotFound: { status: 404, code: "not_found" },
   Conflict: { status: 409, code: "idempotency_conflict" },
   PayloadTooLarge: { status: 413, code: "payload_too_large" },
+  RateLimited: { status: 429, code: "rate_limited" },
   PrivacyClassUnavailable: { status: 422, code: "privacy_class_unavailable_for_model" },
   InternalError: { status: 500, code: "internal_error" },
   UpstreamError: { status: 502, code: "upstream_error" },
@@ -172,6 +179,7 @@ export const Wire = {
   NotFound: onTheWire(404, "No such resource for this account", [NotFound]),
   Conflict: onTheWire(409, "The idempotency reference or key was used before with different content", [Conflict]),
   PayloadTooLarge: onTheWire(413, "The request body is over the configured limit", [PayloadTooLarge]),
+  RateLimited: onTheWire(429, "The key or account is over a rate limit; retry after the Retry-After seconds", [RateLimited]),
   PrivacyClassUnavailable: onTheWire(
     422,
     "The requested privacy class cannot be earned by the model, and falling back to a lower class was not allowed",
