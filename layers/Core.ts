@@ -24,6 +24,7 @@ import { MigrationsLive } from "./storage/Migrations.ts"
 import { PricingLive } from "./billing/PricingLive.ts"
 import { ProviderRegistryLive } from "./catalogue/ProviderRegistryLive.ts"
 import { ReservationSweeper } from "./billing/ReservationSweeper.ts"
+import { RateLimits } from "./admission/RateLimitStoreLive.ts"
 import { RouterModesLive } from "./routing/RouterModesLive.ts"
 import { SealedPromptsPg } from "./privacy/SealedPromptsPg.ts"
 import { TranscriptsPg } from "./privacy/TranscriptsPg.ts"
@@ -51,7 +52,9 @@ export const ConfigChecks = Layer.mergeAll(Catalogue, RouterModesLive)
 /** The services with a given ledger: the real one in `Core`, a no-op one in the billing benchmark. */
 export const coreWith = <E, R>(ledger: Layer.Layer<Ledger, E, R>) => {
   const Money = ReservationSweeper.pipe(
-    Layer.provideMerge(Layer.mergeAll(AccountsPg, ApiKeysPg, ledger, IdempotencyPg, SealedPromptsPg, TranscriptsPg)),
+    Layer.provideMerge(
+      Layer.mergeAll(AccountsPg, ApiKeysPg, ledger, IdempotencyPg, SealedPromptsPg, TranscriptsPg, RateLimits)
+    ),
     Layer.provideMerge(EventLogPg),
     Layer.provideMerge(Storage)
   )

@@ -28,6 +28,16 @@ export interface Principal {
   readonly keyId: string
   readonly accountId: string | null
   readonly scopes: ReadonlyArray<Scope>
+  /** The key's own requests per minute (null or absent: the config's default). */
+  readonly rpm?: number | null
+  /** The key's own tokens per minute (null or absent: the config's default). */
+  readonly tpm?: number | null
+}
+
+/** A change of a key's limits: a number sets one, null clears it, absent leaves it. */
+export interface KeyLimitsChange {
+  readonly rpm?: number | null | undefined
+  readonly tpm?: number | null | undefined
 }
 
 export class ApiKeys extends Context.Tag("svc/ApiKeys")<ApiKeys, {
@@ -42,6 +52,8 @@ export class ApiKeys extends Context.Tag("svc/ApiKeys")<ApiKeys, {
     }
   ) => Effect.Effect<{ readonly record: ApiKeyRecord; readonly key: string }, NotFound>
   readonly revoke: (keyId: string) => Effect.Effect<ApiKeyRecord, NotFound>
+  /** Changes a key's rate limits; they apply from the key's next request. */
+  readonly setLimits: (keyId: string, change: KeyLimitsChange) => Effect.Effect<ApiKeyRecord, NotFound>
   /** Resolves a bearer token to its principal; any doubt is `Unauthorized`. */
   readonly authenticate: (token: string) => Effect.Effect<Principal, Unauthorized>
 }>() {}

@@ -5,6 +5,7 @@
  * served it.
  */
 import { Context, type Effect, type Scope, type Stream } from "effect"
+import type { AdmissionRefusal } from "./Admission.ts"
 import type { InsufficientFunds, RefusedByModel, UpstreamTimeout } from "./ApiError.ts"
 import type { Principal } from "./ApiKeys.ts"
 import type { ChatChunk, ChatCompletion, ChatRequest } from "./Chat.ts"
@@ -12,7 +13,7 @@ import type { Receipt } from "./Ledger.ts"
 import type { PlanError } from "./RoutePlanner.ts"
 
 /** What a chat call can fail with. */
-export type ChatError = PlanError | InsufficientFunds | RefusedByModel | UpstreamTimeout
+export type ChatError = PlanError | AdmissionRefusal | InsufficientFunds | RefusedByModel | UpstreamTimeout
 
 export interface StreamedChat {
   /** Reserved before the call; the receipt exists once the stream has ended. */

@@ -147,6 +147,16 @@ export type RetrySettings = typeof RetrySettings.Type
 
 const retryDefaults: RetrySettings = { maxAttempts: 4, backoffBaseMs: 100, backoffCapMs: 2000, maxRetryWaitMs: 2000 }
 
+/** A limit: a whole number from 1 to 2³¹−1. */
+const LimitValue = PositiveInt.pipe(Schema.lessThanOrEqualTo(2_147_483_647))
+
+/** Limits that apply where a key (rpm, tpm) or account (concurrency) sets none; absent = unlimited. */
+const RateLimitDefaults = Schema.Struct({
+  rpm: Schema.optional(LimitValue),
+  tpm: Schema.optional(LimitValue),
+  concurrency: Schema.optional(LimitValue)
+})
+
 /** The config file. */
 export const ConfigFile = Schema.Struct({
   marginFloor: Schema.optional(Schema.partial(Schema.Record({ key: PrivacyClass, value: Decimal }))),
@@ -188,9 +198,13 @@ export const ConfigFile = Schema.Struct({
   limits: Schema.optionalWith(
     Schema.Struct({
       /** Largest accepted request body. */
-      maxBodyBytes: Schema.optionalWith(PositiveInt, { default: () => 20 * 1024 * 1024 })
+      maxBodyBytes: Schema.optionalWith(PositiveInt, { default: () => 20 * 1024 * 1024 }),
+      /** Rate limits of keys that set none (`rpm`, `tpm`), and every account's cap on concurrent calls. */
+      defaults: Schema.optionalWith(RateLimitDefaults, { default: () => ({}) }),
+      /** How long a concurrency permit outlives a process that died holding it (renewed while its call runs). */
+      permitLeaseSeconds: Schema.optionalWith(PositiveInt, { default: () => 30 })
     }),
-    { default: () => ({ maxBodyBytes: 20 * 1024 * 1024 }) }
+    { default: () => ({ maxBodyBytes: 20 * 1024 * 1024, defaults: {}, permitLeaseSeconds: 30 }) }
   )
 })
 export type ConfigFile = typeof ConfigFile.Type

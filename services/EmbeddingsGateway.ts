@@ -4,13 +4,17 @@
  * hand back a response that names only the catalogue model.
  */
 import { Context, type Effect } from "effect"
+import type { AdmissionRefusal } from "./Admission.ts"
 import type { InsufficientFunds, InvalidRequest, RefusedByModel, UpstreamError, UpstreamTimeout } from "./ApiError.ts"
 import type { Principal } from "./ApiKeys.ts"
 import type { EmbeddingsRequest, EmbeddingsResponse } from "./Embeddings.ts"
 import type { Receipt } from "./Ledger.ts"
 
 /** What an embeddings call can fail with. */
-export type EmbeddingsError = InvalidRequest | InsufficientFunds | RefusedByModel | UpstreamError | UpstreamTimeout
+export type EmbeddingsError =
+  | AdmissionRefusal
+  | InvalidRequest
+  | InsufficientFunds | RefusedByModel | UpstreamError | UpstreamTimeout
 
 export class EmbeddingsGateway extends Context.Tag("svc/EmbeddingsGateway")<EmbeddingsGateway, {
   readonly embed: (

@@ -8,6 +8,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Layer, Stream } from "effect"
 import { AdmissionLive } from "../layers/admission/AdmissionLive.ts"
+import { RateLimitsMemory } from "../layers/admission/RateLimitStoreLive.ts"
 import { BillingLive } from "../layers/billing/BillingLive.ts"
 import { PricingLive } from "../layers/billing/PricingLive.ts"
 import { CatalogueFixed } from "../layers/catalogue/CatalogueFixed.ts"
@@ -73,7 +74,8 @@ const pipeline = (primary: ReadonlyArray<Scripted>, backup: ReadonlyArray<Script
       SealedPromptsTest(),
       RouterStrategiesLive,
       IdsLive,
-      PricingLive
+      PricingLive,
+      RateLimitsMemory
     )),
     Layer.provideMerge(TranscriptsMemory),
     Layer.provideMerge(testConfig({ routing: { retry: { maxAttempts: 2, backoffBaseMs: 1, backoffCapMs: 1 } } }))

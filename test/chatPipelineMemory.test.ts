@@ -8,6 +8,7 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { ConfigChecks } from "../layers/Core.ts"
+import { RateLimitsMemory } from "../layers/admission/RateLimitStoreLive.ts"
 import { LedgerMemory } from "../layers/billing/LedgerMemory.ts"
 import { openAccount } from "../layers/billing/memoryBank.ts"
 import { PricingLive } from "../layers/billing/PricingLive.ts"
@@ -23,7 +24,7 @@ import { Ledger } from "../services/Ledger.ts"
 import { testConfig } from "./support/testConfig.ts"
 
 const Pipeline = Gateways.pipe(
-  Layer.provideMerge(Layer.mergeAll(LedgerMemory, HealthMemory, TranscriptsMemory, SealedPromptsTest(), AttestationTest({}))),
+  Layer.provideMerge(Layer.mergeAll(LedgerMemory, HealthMemory, TranscriptsMemory, SealedPromptsTest(), AttestationTest({}), RateLimitsMemory)),
   Layer.provideMerge(EventLogMemory),
   // The real catalogue (sandbox provider) and router modes, as the app builds them at start.
   Layer.provideMerge(ConfigChecks),

@@ -67,13 +67,32 @@ export const ApiKeysMemory: Layer.Layer<ApiKeys, never, MemoryBank | Ids | Event
           return record
         }),
 
+      setLimits: (keyId, change) =>
+        Effect.suspend(() => {
+          const found = records.get(keyId)
+          if (found === undefined) return keyNotFound(keyId)
+          const record = {
+            ...found,
+            rpm: change.rpm === undefined ? found.rpm : change.rpm,
+            tpm: change.tpm === undefined ? found.tpm : change.tpm
+          }
+          records.set(keyId, record)
+          return Effect.succeed(record)
+        }),
+
       authenticate: (token) =>
         Effect.suspend(() => {
           const hash = hashOf(token)
           if (adminHash !== undefined && hash === adminHash) return Effect.succeed(bootstrapPrincipal)
           const record = KEY_SHAPE.test(token) ? records.get(byHash.get(hash) ?? "") : undefined
           if (record === undefined || record.revokedAt !== null) return Effect.fail(rejected)
-          return Effect.succeed({ keyId: record.id, accountId: record.accountId, scopes: record.scopes })
+          return Effect.succeed({
+            keyId: record.id,
+            accountId: record.accountId,
+            scopes: record.scopes,
+            rpm: record.rpm,
+            tpm: record.tpm
+          })
         })
     })
   })

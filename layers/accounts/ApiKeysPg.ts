@@ -94,6 +94,22 @@ export const ApiKeysPg = Layer.effect(
           })
         ),
 
+      setLimits: (keyId, change) =>
+        sql<KeyRow>`
+          UPDATE api_keys SET
+            rpm = CASE WHEN ${change.rpm !== undefined} THEN ${change.rpm ?? null}::integer ELSE rpm END,
+            tpm = CASE WHEN ${change.tpm !== undefined} THEN ${change.tpm ?? null}::integer ELSE tpm END
+          WHERE id = ${keyId} RETURNING *`.pipe(
+          Effect.orDie,
+          Effect.flatMap(([row]) => row === undefined ? Effect.fail(keyNotFound(keyId)) : Effect.succeed(row)),
+          // The remembered principal carries the old limits: the next request reads the row again.
+          Effect.map((row) => {
+            revocations++
+            remembered?.delete(Buffer.from(row.secret_sha256).toString("base64"))
+            return toRecord(row)
+          })
+        ),
+
       authenticate: (token) =>
         Effect.gen(function*() {
           const hash = sha256(token)
@@ -106,7 +122,13 @@ export const ApiKeysPg = Layer.effect(
           if (row === undefined || row.revoked_at !== null || !timingSafeEqual(Buffer.from(row.secret_sha256), hash)) {
             return yield* Effect.fail(rejected)
           }
-          const principal: Principal = { keyId: row.id, accountId: row.account_id, scopes: row.scopes }
+          const principal: Principal = {
+            keyId: row.id,
+            accountId: row.account_id,
+            scopes: row.scopes,
+            rpm: row.rpm,
+            tpm: row.tpm
+          }
           if (remembered !== undefined && revocations === revocationsBefore) {
             if (remembered.size >= MAX_REMEMBERED_KEYS) remembered.clear()
             remembered.set(hash.toString("base64"), principal)

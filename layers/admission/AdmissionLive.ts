@@ -1,14 +1,17 @@
 /**
  * Admission of a call. A chat call: its messages opened (legacy sealed prompts are
  * opened here, before anything counts or routes them), its privacy envelope
- * read, its input counted once. An embeddings call: each input counted. The
- * rate limiter joins here.
+ * read, its input counted once. An embeddings call: each input counted. Then
+ * the key's rate limits count the call: one request, and its input plus the
+ * output it asks for at most (corrected to its real tokens at settlement).
  */
 import { Effect, Layer } from "effect"
 import { Admission } from "../../services/Admission.ts"
+import { requestedMaxTokens } from "../../services/Chat.ts"
 import { inputsOf } from "../../services/Embeddings.ts"
 import { Pricing } from "../../services/Pricing.ts"
 import { PrivacyPolicy } from "../../services/PrivacyPolicy.ts"
+import { RateLimiter } from "../../services/RateLimiter.ts"
 import { SealedPrompts } from "../../services/SealedPrompts.ts"
 import { withOpenMessages } from "./requestMessages.ts"
 
@@ -18,17 +21,22 @@ export const AdmissionLive = Layer.effect(
     const sealedPrompts = yield* SealedPrompts
     const pricing = yield* Pricing
     const privacyPolicy = yield* PrivacyPolicy
+    const limiter = yield* RateLimiter
     return Admission.of({
       chat: (sent, principal) =>
         Effect.gen(function*() {
           const request = yield* withOpenMessages(sealedPrompts, sent)
           const privacy = yield* privacyPolicy.ask(request)
-          return { principal, request, privacy, inputTokens: pricing.countInput(request) }
+          const inputTokens = pricing.countInput(request)
+          const rateLimit = yield* limiter.admit(principal, inputTokens + (requestedMaxTokens(request) ?? 0))
+          return { principal, request, privacy, inputTokens, rateLimit }
         }),
       embeddings: (request, principal) =>
-        Effect.sync(() => {
+        Effect.gen(function*() {
           const inputs = inputsOf(request)
-          return { principal, request, inputs, inputTokens: inputs.map(pricing.countText) }
+          const inputTokens = inputs.map(pricing.countText)
+          const rateLimit = yield* limiter.admit(principal, inputTokens.reduce((sum, n) => sum + n, 0))
+          return { principal, request, inputs, inputTokens, rateLimit }
         })
     })
   })

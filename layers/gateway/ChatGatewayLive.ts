@@ -90,7 +90,7 @@ export const ChatGatewayLive = Layer.effect(
               })),
               Effect.uninterruptible
             )
-          }))),
+          }))).pipe(Effect.scoped),
 
       stream: (sent, principal) =>
         Effect.gen(function*() {

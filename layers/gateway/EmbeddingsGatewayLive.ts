@@ -30,7 +30,7 @@ export const EmbeddingsGatewayLive = Layer.effect(
     return EmbeddingsGateway.of({
       embed: (sent, principal) =>
         Effect.gen(function*() {
-          const { inputTokens: counts, inputs, request } = yield* admission.embeddings(sent, principal)
+          const { inputTokens: counts, inputs, rateLimit, request } = yield* admission.embeddings(sent, principal)
           const model = yield* Option.match(catalogue.get(request.model), {
             onNone: () => Effect.fail(unknownModel(request.model)),
             onSome: Effect.succeed
@@ -72,6 +72,7 @@ export const EmbeddingsGatewayLive = Layer.effect(
               }],
               privacyClass: "standard_route"
             }).pipe(Effect.uninterruptible)
+            if (rateLimit !== undefined) yield* rateLimit.settle(result.promptTokens)
             const base64 = request.encoding_format === "base64"
             const response: EmbeddingsResponse = {
               object: "list",
@@ -85,7 +86,7 @@ export const EmbeddingsGatewayLive = Layer.effect(
             }
             return { response, receipt }
           }))
-        })
+        }).pipe(Effect.scoped)
     })
   })
 )

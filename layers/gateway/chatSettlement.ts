@@ -1,7 +1,7 @@
 /**
  * The end of a served chat call: its usage (the upstream's, else our own
  * count), the bill settled from the hold with the call's events and verdict,
- * and the call's text kept when its class and the operator's setting say so.
+ * its real tokens counted against the key's tpm, and the call's text kept when its class and the operator's setting say so.
  */
 import { Effect } from "effect"
 import type { AdmittedChat } from "../../services/Admission.ts"
@@ -75,6 +75,7 @@ export const settleChat = (
     events: services.recorder.receiptEvents(route, served.attempts),
     ...(verdict !== undefined ? { attestationVerdicts: [verdict] } : {})
   }).pipe(
+    Effect.tap(() => admitted.rateLimit?.settle(served.usage.inputTokens + served.usage.outputTokens) ?? Effect.void),
     Effect.tap((receipt) =>
       services.transcripts.keep({
         receiptId: receipt.id,

@@ -9,6 +9,7 @@ import deploymentHealth from "./migrations/0004_deployment_health.ts"
 import receiptAttestation from "./migrations/0005_receipt_attestation.ts"
 import promptKeys from "./migrations/0006_prompt_keys.ts"
 import transcripts from "./migrations/0007_transcripts.ts"
+import rateLimits from "./migrations/0008_rate_limits.ts"
 
 const migrate = Migrator.make({})({
   loader: Migrator.fromRecord({
@@ -18,7 +19,8 @@ const migrate = Migrator.make({})({
     "0004_deployment_health": deploymentHealth,
     "0005_receipt_attestation": receiptAttestation,
     "0006_prompt_keys": promptKeys,
-    "0007_transcripts": transcripts
+    "0007_transcripts": transcripts,
+    "0008_rate_limits": rateLimits
   }),
   table: "svc_migrations"
 })

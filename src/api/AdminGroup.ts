@@ -1,8 +1,8 @@
-/** The operator API (admin scope): accounts, keys and credits. */
+/** The operator API (admin scope): accounts, keys (and their rate limits) and credits. */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { Wire } from "../../services/ApiError.ts"
-import { AccountRecord, AddCredits, CreateAccount, CreatedKey, CreateKey, KeyRecord, LedgerEntryRecord } from "./Records.ts"
+import { AccountRecord, AddCredits, CreateAccount, CreatedKey, CreateKey, KeyRecord, LedgerEntryRecord, UpdateKeyLimits } from "./Records.ts"
 import { AdminScope } from "./Security.ts"
 
 const IdPath = Schema.Struct({ id: Schema.String })
@@ -19,6 +19,13 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       .setPath(IdPath)
       .setPayload(CreateKey)
       .addSuccess(CreatedKey)
+      .addError(Wire.NotFound)
+  )
+  .add(
+    HttpApiEndpoint.patch("updateKey", "/v1/admin/keys/:id")
+      .setPath(IdPath)
+      .setPayload(UpdateKeyLimits)
+      .addSuccess(KeyRecord)
       .addError(Wire.NotFound)
   )
   .add(

@@ -5,6 +5,14 @@ import { Scope } from "../../services/ApiKeys.ts"
 import { Message, ToolCall } from "../../services/Chat.ts"
 import { Capability, Modality, PrivacyClass } from "../../services/Config.ts"
 import { NonNegativeUsd, PositiveUsd } from "../../services/Money.ts"
+import { MAX_LIMIT } from "../../services/RateLimiter.ts"
+
+/** A rate limit: a whole number from 1 to 2³¹−1 (what the database holds). */
+const Limit = Schema.Int.pipe(Schema.between(1, MAX_LIMIT)).annotations({ description: "1 to 2147483647" })
+
+/** The largest credit accepted at once, in USD: no sum of credits can then outgrow the balance column. */
+const MAX_CREDIT_NANOS = BigInt(MAX_LIMIT) * 1_000_000_000n
+const notTooMuch = (nanos: bigint) => nanos <= MAX_CREDIT_NANOS || `must be at most ${MAX_LIMIT} USD`
 
 const Usd = Schema.String.annotations({ description: "USD, decimal string with 9 decimal places" })
 const Timestamp = Schema.String.annotations({ description: "RFC 3339 UTC" })
@@ -42,7 +50,7 @@ export const AccountRecord = Schema.Struct({
 
 export const CreateAccount = Schema.Struct({
   name: AccountName,
-  credit_usd: Schema.optional(NonNegativeUsd)
+  credit_usd: Schema.optional(NonNegativeUsd.pipe(Schema.filter(notTooMuch)))
 }).annotations({ identifier: "CreateAccount" })
 
 export const KeyRecord = Schema.Struct({
@@ -66,9 +74,15 @@ export const CreatedKey = Schema.extend(
 export const CreateKey = Schema.Struct({
   name: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))),
   scopes: Schema.Array(Scope).pipe(Schema.minItems(1)),
-  rpm: Schema.optional(Schema.Int.pipe(Schema.positive())),
-  tpm: Schema.optional(Schema.Int.pipe(Schema.positive()))
+  rpm: Schema.optional(Limit),
+  tpm: Schema.optional(Limit)
 }).annotations({ identifier: "CreateApiKey" })
+
+/** A change of a key's rate limits: a number sets one, null removes it (the config's default applies), absent keeps it. */
+export const UpdateKeyLimits = Schema.Struct({
+  rpm: Schema.optional(Schema.NullOr(Limit)),
+  tpm: Schema.optional(Schema.NullOr(Limit))
+}).annotations({ identifier: "UpdateApiKeyLimits" })
 
 export const LedgerEntryRecord = Schema.Struct({
   id: Schema.String,
@@ -82,7 +96,7 @@ export const LedgerEntryRecord = Schema.Struct({
 }).annotations({ identifier: "LedgerEntry" })
 
 export const AddCredits = Schema.Struct({
-  amount_usd: PositiveUsd,
+  amount_usd: PositiveUsd.pipe(Schema.filter(notTooMuch)),
   reference: CreditReference
 }).annotations({ identifier: "AddCredits" })
 

@@ -12,7 +12,7 @@ import { ApiKeys } from "../../services/ApiKeys.ts"
 import { codeOf, InvalidRequest, isApiError } from "../../services/ApiError.ts"
 import { ConfigInvalid } from "../../services/Config.ts"
 import { SealedPrompts } from "../../services/SealedPrompts.ts"
-import { AddCredits, CreateAccount, CreateKey } from "../api/Records.ts"
+import { AddCredits, CreateAccount, CreateKey, UpdateKeyLimits } from "../api/Records.ts"
 import { toAccountRecord, toKeyRecord, toLedgerRecord } from "../handlers/Admin.ts"
 import { configLine } from "../startFailure.ts"
 
@@ -93,6 +93,23 @@ const commandsWith = (services: OperatorServices) => {
       )
   )
 
+  /** `none` clears a limit; anything else must be a whole number (the schema says what is wrong). */
+  const limitFlag = (name: "rpm" | "tpm", what: string) =>
+    Options.text(name).pipe(Options.withDescription(`${what}, or "none" to remove the key's own limit`), Options.optional)
+  const limitValue = (flag: Option.Option<string>) =>
+    Option.match(flag, {
+      onNone: () => undefined,
+      onSome: (text) => text === "none" ? null : /^-?\d+(\.\d+)?$/.test(text) ? Number(text) : text
+    })
+
+  const keysLimits = Command.make(
+    "limits",
+    { keyId: Args.text({ name: "key_id" }), rpm: limitFlag("rpm", "Requests per minute"), tpm: limitFlag("tpm", "Tokens per minute") },
+    ({ keyId, rpm, tpm }) =>
+      Effect.flatMap(decode(UpdateKeyLimits, { rpm: limitValue(rpm), tpm: limitValue(tpm) }), (change) =>
+        output(Effect.flatMap(ApiKeys, (keys) => Effect.map(keys.setLimits(keyId, change), toKeyRecord))))
+  )
+
   const keysRevoke = Command.make("revoke", { keyId: Args.text({ name: "key_id" }) }, ({ keyId }) =>
     output(Effect.flatMap(ApiKeys, (keys) => Effect.map(keys.revoke(keyId), toKeyRecord))))
 
@@ -117,7 +134,7 @@ const commandsWith = (services: OperatorServices) => {
 
   return Command.make("svc").pipe(Command.withSubcommands([
     Command.make("accounts").pipe(Command.withSubcommands([accountsCreate, accountsShow])),
-    Command.make("keys").pipe(Command.withSubcommands([keysCreate, keysRevoke])),
+    Command.make("keys").pipe(Command.withSubcommands([keysCreate, keysLimits, keysRevoke])),
     Command.make("credits").pipe(Command.withSubcommands([creditsAdd])),
     Command.make("prompt-keys").pipe(Command.withSubcommands([promptKeysRotate]))
   ]))

@@ -51,6 +51,7 @@ export const AdminHandlers = HttpApiBuilder.group(Api, "admin", (handlers) =>
       .handle("getAccount", ({ path }) => Effect.map(accounts.get(path.id), toAccountRecord))
       .handle("createKey", ({ path, payload }) =>
         Effect.map(keys.create(path.id, payload), ({ key, record }) => ({ ...toKeyRecord(record), key })))
+      .handle("updateKey", ({ path, payload }) => Effect.map(keys.setLimits(path.id, payload), toKeyRecord))
       .handle("revokeKey", ({ path }) => Effect.map(keys.revoke(path.id), toKeyRecord))
       .handle("addCredits", ({ path, payload }) =>
         Effect.map(

@@ -1,6 +1,6 @@
 /**
  * The edge every request passes: it names the request (`x-request-id`),
- * enforces the body limit, and turns every failure that is not already one of
+ * sends the caller's rate-limit status (`x-ratelimit-*`), enforces the body limit, and turns every failure that is not already one of
  * our errors (unknown route, malformed or oversized body, schema mismatch,
  * defects) into one, so every error leaves in the contract's envelope.
  */
@@ -18,9 +18,11 @@ import {
   PayloadTooLarge
 } from "../../services/ApiError.ts"
 import { fieldPath } from "../../services/fieldPath.ts"
+import { currentRateLimits, type RateLimitStatus } from "../../services/RateLimiter.ts"
 import { Ids } from "../../services/Ids.ts"
 import { Api } from "../api/Api.ts"
 import { withChunkedBody } from "./chunkedBody.ts"
+import { rateLimitHeaders } from "./rateLimitHeaders.ts"
 
 const tooLarge = (limit: number) =>
   new PayloadTooLarge({ message: `The request body is larger than the limit of ${limit} bytes.` })
@@ -71,8 +73,15 @@ export const edgeMiddleware = (maxBodyBytes: number) =>
       const requestId = ids.make("req")
       // Set on the fiber (not `locally`) so the error encoder, which runs after us, still sees it.
       yield* FiberRef.set(currentRequestId, requestId)
+      // Filled by the rate limiter if the call is counted against a limited key (the same object, seen by child fibers).
+      const limits: RateLimitStatus = {}
+      yield* FiberRef.set(currentRateLimits, limits)
       yield* HttpApp.appendPreResponseHandler((_, response) =>
-        Effect.succeed(HttpServerResponse.setHeader(response, "x-request-id", requestId))
+        Effect.succeed(
+          limits.requests === undefined && limits.tokens === undefined
+            ? HttpServerResponse.setHeader(response, "x-request-id", requestId)
+            : HttpServerResponse.setHeaders(response, { ...rateLimitHeaders(limits), "x-request-id": requestId })
+        )
       )
       let request = asJson(yield* HttpServerRequest.HttpServerRequest)
       const declared = request.headers["content-length"]

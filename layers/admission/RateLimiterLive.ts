@@ -1,0 +1,115 @@
+/**
+ * The rate limiter over a `RateLimitStore`. A call of a key counts one
+ * request and its token estimate against the key's per-minute buckets (its
+ * own `rpm`/`tpm`, else the config's `limits.defaults`); both must fit or
+ * neither is taken. An estimate larger than the whole bucket is counted as
+ * the whole bucket (such a call waits for a full bucket, then leaves it in
+ * debt once its real usage is counted). The account's cap on concurrent
+ * calls is a permit with a lease, renewed while the call runs and released
+ * when its scope closes; a process that dies leaves permits that expire.
+ * The bootstrap operator key (no account) is never limited.
+ */
+import { Clock, Effect, FiberRef, Layer, Option, Schedule } from "effect"
+import { RateLimited, ServiceUnavailable } from "../../services/ApiError.ts"
+import type { Principal } from "../../services/ApiKeys.ts"
+import { AppConfig } from "../../services/Config.ts"
+import {
+  type Bucket,
+  currentRateLimits,
+  RateLimiter,
+  type RateLimitTicket,
+  RateLimitStore,
+  type StoreUnavailable
+} from "../../services/RateLimiter.ts"
+import { msUntil, windowState } from "./tokenBucket.ts"
+
+const MINUTE_MS = 60_000
+
+const unlimited: RateLimitTicket = { settle: () => Effect.void }
+
+const unavailable = (error: StoreUnavailable) =>
+  Effect.zipRight(
+    Effect.logWarning(`rate-limit store unavailable: ${String((error.cause as Error)?.message ?? error.cause).slice(0, 200)}`),
+    Effect.fail(
+      new ServiceUnavailable({ message: "The gateway cannot count rate limits now; retry shortly.", retryAfterSeconds: 1 })
+    )
+  )
+
+const retryLater = (what: string, retryAfterMs: number) => {
+  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000))
+  return new RateLimited({ message: `Rate limit reached: ${what}. Retry after ${seconds} s.`, retryAfterSeconds: seconds })
+}
+
+export const RateLimiterLive = Layer.effect(
+  RateLimiter,
+  Effect.gen(function*() {
+    const store = yield* RateLimitStore
+    const { file } = yield* AppConfig
+    const { defaults, permitLeaseSeconds } = file.limits
+    const leaseMs = permitLeaseSeconds * 1000
+
+    /** One of the account's concurrent-call permits, held until the scope closes. */
+    const permit = (accountId: string, cap: number) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const got = yield* store.acquire(accountId, cap, now, now + leaseMs)
+        if (Option.isNone(got)) {
+          return yield* retryLater(`${cap} concurrent calls per account`, 1000)
+        }
+        yield* Effect.addFinalizer(() => Effect.ignoreLogged(store.release(accountId, got.value)))
+        // Renewed while the call runs; interrupted (before the release above) when the scope closes.
+        const renew = Effect.flatMap(Clock.currentTimeMillis, (at) => store.renew(accountId, got.value, at + leaseMs))
+        yield* Effect.forkScoped(
+          Effect.ignore(Effect.repeat(Effect.delay(renew, leaseMs / 3), Schedule.forever))
+        )
+      })
+
+    const bucketsOf = (principal: Principal) => {
+      const rpm = principal.rpm ?? defaults.rpm
+      const tpm = principal.tpm ?? defaults.tpm
+      return {
+        requests: rpm === undefined ? undefined : { key: `${principal.keyId}:rpm`, limit: rpm, windowMs: MINUTE_MS },
+        tokens: tpm === undefined ? undefined : { key: `${principal.keyId}:tpm`, limit: tpm, windowMs: MINUTE_MS }
+      }
+    }
+
+    return RateLimiter.of({
+      admit: (principal, tokens) =>
+        Effect.gen(function*() {
+          if (principal.accountId === null) return unlimited
+          if (defaults.concurrency !== undefined) yield* permit(principal.accountId, defaults.concurrency)
+          const { requests, tokens: tokenBucket } = bucketsOf(principal)
+          const buckets: Array<Bucket> = []
+          const amounts: Array<number> = []
+          if (requests !== undefined) buckets.push(requests), amounts.push(1)
+          const counted = tokenBucket === undefined ? 0 : Math.min(Math.max(0, Math.ceil(tokens)), tokenBucket.limit)
+          if (tokenBucket !== undefined) buckets.push(tokenBucket), amounts.push(counted)
+          if (buckets.length === 0) return unlimited
+
+          const now = yield* Clock.currentTimeMillis
+          const taken = yield* store.take(buckets, amounts, now)
+          const status = yield* FiberRef.get(currentRateLimits)
+          buckets.forEach((bucket, i) => {
+            if (status === null) return
+            status[bucket === requests ? "requests" : "tokens"] = windowState(bucket, taken.available[i]!)
+          })
+          if (!taken.ok) {
+            const short = buckets.flatMap((bucket, i) => {
+              const ms = msUntil(bucket, taken.available[i]!, amounts[i]!)
+              return ms > 0 ? [{ bucket, ms }] : []
+            })
+            const what = short.map(({ bucket }) =>
+              bucket === requests ? `${bucket.limit} requests per minute` : `${bucket.limit} tokens per minute`
+            ).join(" and ")
+            return yield* retryLater(what, Math.max(...short.map(({ ms }) => ms)))
+          }
+          if (tokenBucket === undefined) return unlimited
+          return {
+            settle: (used: number) =>
+              Effect.flatMap(Clock.currentTimeMillis, (at) =>
+                store.adjust(tokenBucket, Math.max(0, Math.ceil(used)) - counted, at)).pipe(Effect.ignoreLogged)
+          }
+        }).pipe(Effect.catchTag("StoreUnavailable", unavailable))
+    })
+  })
+)

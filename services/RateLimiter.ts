@@ -1,0 +1,90 @@
+/**
+ * Rate limits: per key requests and tokens per minute (token buckets that
+ * refill continuously, as OpenAI describes its own), and a cap on an
+ * account's concurrent calls (permits with a lease). Counted in a store
+ * shared by every gateway process (PostgreSQL or Redis), or in the process on
+ * the embedded database. The state of the current request's windows is left
+ * in `currentRateLimits`, for the edge to send as `x-ratelimit-*` headers.
+ */
+import { Context, Data, type Effect, FiberRef, type Option, type Scope } from "effect"
+import { globalValue } from "effect/GlobalValue"
+import type { RateLimited, ServiceUnavailable } from "./ApiError.ts"
+import type { Principal } from "./ApiKeys.ts"
+
+/** The largest limit or amount accepted anywhere (PostgreSQL `integer`). */
+export const MAX_LIMIT = 2_147_483_647
+
+/** One window as the caller sees it: `remaining` now, and how long until it is full again. */
+export interface WindowState {
+  readonly limit: number
+  readonly remaining: number
+  readonly resetMs: number
+}
+
+/** The windows of the key that is calling, as far as this request has counted them. */
+export interface RateLimitStatus {
+  requests?: WindowState
+  tokens?: WindowState
+}
+
+/** The current request's status cell: set empty by the edge, filled by the limiter. */
+export const currentRateLimits = globalValue(
+  "svc/currentRateLimits",
+  () => FiberRef.unsafeMake<RateLimitStatus | null>(null)
+)
+
+/** An admitted call's count: its token estimate is corrected to what it used once known. */
+export interface RateLimitTicket {
+  /** Replaces the estimate counted at admission with `tokens` (input + output). */
+  readonly settle: (tokens: number) => Effect.Effect<void>
+}
+
+export class RateLimiter extends Context.Tag("svc/RateLimiter")<RateLimiter, {
+  /**
+   * Counts a call of `principal` estimated at `tokens` against its limits, or refuses it. A
+   * permit of the account's concurrency cap is held until the scope closes, however the call ends.
+   */
+  readonly admit: (
+    principal: Principal,
+    tokens: number
+  ) => Effect.Effect<RateLimitTicket, RateLimited | ServiceUnavailable, Scope.Scope>
+}>() {}
+
+/** A token bucket: `limit` tokens, refilled evenly over `windowMs`. */
+export interface Bucket {
+  readonly key: string
+  readonly limit: number
+  readonly windowMs: number
+}
+
+/** What a take found: whether every bucket had its amount, and what each holds now. */
+export interface Taken {
+  readonly ok: boolean
+  /** Tokens available in each bucket after the take (before it, when refused); may be negative (debt). */
+  readonly available: ReadonlyArray<number>
+}
+
+/** The store the limiter counts in; every operation is atomic across processes sharing it. */
+export class RateLimitStore extends Context.Tag("svc/RateLimitStore")<RateLimitStore, {
+  /** Takes `amounts[i]` from `buckets[i]` for every i, or from none if any falls short. */
+  readonly take: (
+    buckets: ReadonlyArray<Bucket>,
+    amounts: ReadonlyArray<number>,
+    nowMs: number
+  ) => Effect.Effect<Taken, StoreUnavailable>
+  /** Takes `delta` more (negative: gives back, up to the limit); a bucket may go into debt. */
+  readonly adjust: (bucket: Bucket, delta: number, nowMs: number) => Effect.Effect<void, StoreUnavailable>
+  /** A permit under `key` if fewer than `limit` unexpired ones are held; it expires at `expiresMs`. */
+  readonly acquire: (
+    key: string,
+    limit: number,
+    nowMs: number,
+    expiresMs: number
+  ) => Effect.Effect<Option.Option<string>, StoreUnavailable>
+  /** Extends a held permit's lease. */
+  readonly renew: (key: string, permit: string, expiresMs: number) => Effect.Effect<void, StoreUnavailable>
+  readonly release: (key: string, permit: string) => Effect.Effect<void, StoreUnavailable>
+}>() {}
+
+/** The store cannot be reached. */
+export class StoreUnavailable extends Data.TaggedError("StoreUnavailable")<{ readonly cause: unknown }> {}
