@@ -1,0 +1,147 @@
+/**
+ * The RateLimitStore contract (services/RateLimiter.ts) as one suite that
+ * every store must pass: memory, PostgreSQL and Redis
+ * (test/rateLimitStoreContract.test.ts). Time is passed to the store, so the
+ * suite moves it by hand and waits for nothing; it starts at the real clock
+ * (Redis expires keys in real time).
+ */
+import { randomBytes } from "node:crypto"
+import { expect, layer } from "@effect/vitest"
+import { Effect, type Layer, Option } from "effect"
+import { type Bucket, RateLimitStore } from "../../services/RateLimiter.ts"
+
+export interface StoreUnderTest {
+  readonly name: string
+  readonly layer: Layer.Layer<RateLimitStore, unknown>
+}
+
+const bucket = (limit: number, windowMs = 60_000): Bucket => ({
+  key: `key_${randomBytes(6).toString("hex")}:${limit}`,
+  limit,
+  windowMs
+})
+
+const store = RateLimitStore
+
+export const rateLimitStoreContract = (implementation: StoreUnderTest) =>
+  layer(implementation.layer, { timeout: "60 seconds" })(`RateLimitStore contract: ${implementation.name}`, (it) => {
+    it.effect("a bucket gives its limit, then refuses, and refills evenly over its window", () =>
+      Effect.gen(function*() {
+        const s = yield* store
+        const now = Date.now()
+        const rpm = bucket(5)
+        for (let i = 4; i >= 0; i--) {
+          const taken = yield* s.take([rpm], [1], now)
+          expect(taken.ok).toBe(true)
+          expect(taken.available[0]).toBeCloseTo(i, 6)
+        }
+        const refused = yield* s.take([rpm], [1], now + 1)
+        expect(refused.ok).toBe(false)
+        expect(refused.available[0]).toBeLessThan(1)
+        // One request comes back every 12 s.
+        expect((yield* s.take([rpm], [1], now + 12_000)).ok).toBe(true)
+        expect((yield* s.take([rpm], [1], now + 12_001)).ok).toBe(false)
+        // A whole window later it is full again, and never fuller.
+        expect((yield* s.take([rpm], [5], now + 12_000 + 120_000)).ok).toBe(true)
+      }))
+
+    it.effect("several buckets are taken together or not at all", () =>
+      Effect.gen(function*() {
+        const s = yield* store
+        const now = Date.now()
+        const requests = bucket(5)
+        const tokens = bucket(100)
+        const refused = yield* s.take([requests, tokens], [1, 101], now)
+        expect(refused).toMatchObject({ ok: false })
+        expect(refused.available[0]).toBeCloseTo(5, 6)
+        expect(refused.available[1]).toBeCloseTo(100, 6)
+        const taken = yield* s.take([requests, tokens], [1, 60], now)
+        expect(taken.ok).toBe(true)
+        expect(taken.available[0]).toBeCloseTo(4, 6)
+        expect(taken.available[1]).toBeCloseTo(40, 6)
+        // The tokens fall short: the request is not taken either.
+        expect((yield* s.take([requests, tokens], [1, 41], now)).ok).toBe(false)
+        expect((yield* s.take([requests], [4], now)).ok).toBe(true)
+      }))
+
+    it.effect("an adjustment gives back only up to the limit, and takes more into debt", () =>
+      Effect.gen(function*() {
+        const s = yield* store
+        const now = Date.now()
+        const tokens = bucket(100)
+        expect((yield* s.take([tokens], [50], now)).ok).toBe(true)
+        yield* s.adjust(tokens, -80, now)
+        expect((yield* s.take([tokens], [101], now)).ok).toBe(false)
+        expect((yield* s.take([tokens], [100], now)).ok).toBe(true)
+        yield* s.adjust(tokens, 50, now)
+        const inDebt = yield* s.take([tokens], [1], now)
+        expect(inDebt.ok).toBe(false)
+        expect(inDebt.available[0]).toBeCloseTo(-50, 6)
+        // 51 tokens take 30.6 s to come back at 100 per minute.
+        expect((yield* s.take([tokens], [1], now + 30_500)).ok).toBe(false)
+        expect((yield* s.take([tokens], [1], now + 30_700)).ok).toBe(true)
+        // An adjustment of a bucket never taken starts from a full one.
+        const fresh = bucket(10)
+        yield* s.adjust(fresh, 4, now)
+        expect((yield* s.take([fresh], [7], now)).ok).toBe(false)
+        expect((yield* s.take([fresh], [6], now)).ok).toBe(true)
+      }))
+
+    it.effect("buckets of different keys do not share", () =>
+      Effect.gen(function*() {
+        const s = yield* store
+        const now = Date.now()
+        const a = bucket(1)
+        const b = { ...bucket(1), key: `${a.key}x` }
+        expect((yield* s.take([a], [1], now)).ok).toBe(true)
+        expect((yield* s.take([b], [1], now)).ok).toBe(true)
+        expect((yield* s.take([a], [1], now)).ok).toBe(false)
+      }))
+
+    it.effect("takes racing for one bucket never give more than it holds", () =>
+      Effect.gen(function*() {
+        const s = yield* store
+        const now = Date.now()
+        const requests = bucket(10)
+        const tokens = bucket(1000)
+        const results = yield* Effect.all(
+          Array.from({ length: 30 }, () => s.take([requests, tokens], [1, 10], now)),
+          { concurrency: "unbounded" }
+        )
+        expect(results.filter((taken) => taken.ok)).toHaveLength(10)
+      }))
+
+    it.effect("permits: at most the limit held at once; a release or an expired lease frees one; a renewal keeps it", () =>
+      Effect.gen(function*() {
+        const s = yield* store
+        const now = Date.now()
+        const account = `acct_${randomBytes(6).toString("hex")}`
+        const first = yield* s.acquire(account, 2, now, now + 10_000)
+        const second = yield* s.acquire(account, 2, now, now + 10_000)
+        expect(Option.isSome(first) && Option.isSome(second)).toBe(true)
+        expect(Option.getOrThrow(first)).not.toBe(Option.getOrThrow(second))
+        expect(Option.isNone(yield* s.acquire(account, 2, now, now + 10_000))).toBe(true)
+        expect(Option.isSome(yield* s.acquire(`${account}x`, 2, now, now + 10_000))).toBe(true)
+        yield* s.release(account, Option.getOrThrow(first))
+        const third = yield* s.acquire(account, 2, now, now + 10_000)
+        expect(Option.isSome(third)).toBe(true)
+        // `second` is renewed, `third` is not: once `third`'s lease has run out only `second` holds.
+        yield* s.renew(account, Option.getOrThrow(second), now + 60_000)
+        expect(Option.isNone(yield* s.acquire(account, 2, now + 9_000, now + 20_000))).toBe(true)
+        const afterLease = yield* s.acquire(account, 2, now + 10_001, now + 20_000)
+        expect(Option.isSome(afterLease)).toBe(true)
+        expect(Option.isNone(yield* s.acquire(account, 2, now + 10_002, now + 20_000))).toBe(true)
+      }))
+
+    it.effect("permits racing for the last place: exactly the limit are granted", () =>
+      Effect.gen(function*() {
+        const s = yield* store
+        const now = Date.now()
+        const account = `acct_${randomBytes(6).toString("hex")}`
+        const results = yield* Effect.all(
+          Array.from({ length: 20 }, () => s.acquire(account, 3, now, now + 10_000)),
+          { concurrency: "unbounded" }
+        )
+        expect(results.filter(Option.isSome)).toHaveLength(3)
+      }))
+  })
