@@ -202,9 +202,11 @@ export const ConfigFile = Schema.Struct({
       /** Rate limits of keys that set none (`rpm`, `tpm`), and every account's cap on concurrent calls. */
       defaults: Schema.optionalWith(RateLimitDefaults, { default: () => ({}) }),
       /** How long a concurrency permit outlives a process that died holding it (renewed while its call runs). */
-      permitLeaseSeconds: Schema.optionalWith(PositiveInt, { default: () => 30 })
+      permitLeaseSeconds: Schema.optionalWith(PositiveInt, { default: () => 30 }),
+      /** Where the counts live in Redis (`REDIS_URL`): every key starts with this, so installs can share a server. */
+      redisKeyPrefix: Schema.optionalWith(Schema.String, { default: () => "svc:rl:" })
     }),
-    { default: () => ({ maxBodyBytes: 20 * 1024 * 1024, defaults: {}, permitLeaseSeconds: 30 }) }
+    { default: () => ({ maxBodyBytes: 20 * 1024 * 1024, defaults: {}, permitLeaseSeconds: 30, redisKeyPrefix: "svc:rl:" }) }
   )
 })
 export type ConfigFile = typeof ConfigFile.Type

@@ -4,7 +4,6 @@
  * (127.0.0.1:6379, under a key prefix of this run that is deleted after; the
  * server is never flushed).
  */
-import { randomBytes } from "node:crypto"
 import { Effect, Layer } from "effect"
 import { Redis } from "ioredis"
 import { RateLimitStoreMemory } from "../layers/admission/RateLimitStoreMemory.ts"
@@ -13,23 +12,14 @@ import { makeRedisStore } from "../layers/admission/RateLimitStoreRedis.ts"
 import { RateLimitStore } from "../services/RateLimiter.ts"
 import { freshStorage } from "./support/moneyLayers.ts"
 import { rateLimitStoreContract } from "./support/rateLimitStoreContract.ts"
-
-/** Deletes every key under `prefix` (only those). */
-export const dropPrefix = async (redis: Redis, prefix: string) => {
-  let cursor = "0"
-  do {
-    const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000)
-    if (keys.length > 0) await redis.del(...keys)
-    cursor = next
-  } while (cursor !== "0")
-}
+import { dropPrefix, TEST_REDIS_URL, testPrefix } from "./support/redis.ts"
 
 const redisStore = Layer.scoped(
   RateLimitStore,
   Effect.gen(function*() {
-    const prefix = `svc:test:${randomBytes(6).toString("hex")}:`
+    const prefix = testPrefix()
     const redis = yield* Effect.acquireRelease(
-      Effect.sync(() => new Redis("redis://127.0.0.1:6379", { maxRetriesPerRequest: 1 })),
+      Effect.sync(() => new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: 1 })),
       (redis) => Effect.promise(() => dropPrefix(redis, prefix).then(() => redis.quit()))
     )
     return makeRedisStore(redis, prefix)

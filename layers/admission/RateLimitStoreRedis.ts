@@ -100,8 +100,8 @@ export const redisClient = (url: string) =>
 export const RateLimitStoreRedis = Layer.scoped(
   RateLimitStore,
   Effect.gen(function*() {
-    const { redisUrl } = yield* AppConfig
+    const { file, redisUrl } = yield* AppConfig
     const redis = yield* redisClient(Redacted.value(redisUrl!))
-    return makeRedisStore(redis, "svc:rl:")
+    return makeRedisStore(redis, file.limits.redisKeyPrefix)
   })
 )
