@@ -119,6 +119,21 @@ describe("svc CLI", () => {
     expect(revoked).not.toHaveProperty("key")
   }, slow)
 
+  it("changes a key's rate limits, clearing one with none; a bad limit names its flag", async () => {
+    const key = await ok("keys", "create", account, "--scope", "chat", "--rpm", "60")
+    expect(await ok("keys", "limits", key.id, "--tpm", "40000")).toMatchObject({ id: key.id, rpm: 60, tpm: 40000 })
+    expect(await ok("keys", "limits", key.id, "--rpm", "none")).toMatchObject({ rpm: null, tpm: 40000 })
+    const [negative, huge, word] = await Promise.all([
+      fails(["keys", "limits", key.id, "--rpm", "-1"]),
+      fails(["keys", "limits", key.id, "--tpm", "2147483648"]),
+      fails(["keys", "limits", key.id, "--tpm", "lots"])
+    ])
+    expect(negative).toMatch(/^svc: invalid_request: --rpm: /)
+    expect(huge).toMatch(/^svc: invalid_request: --tpm: /)
+    expect(word).toMatch(/^svc: invalid_request: --tpm: /)
+    expect(await fails(["keys", "limits", "key_missing", "--rpm", "5"])).toBe("svc: not_found: No API key key_missing.")
+  }, slow)
+
   it("adds credits once per reference", async () => {
     const first = await ok("credits", "add", account, "--amount", "0.1", "--reference", "inv-1")
     expect(first).toMatchObject({ kind: "credit", amount_usd: "0.100000000", balance_after_usd: "12.445678901" })

@@ -28,7 +28,13 @@ export const apiKeysContract = (implementation: MoneyLayers) =>
           revokedAt: null
         })
         expect(record.id).toMatch(/^key_/)
-        expect(yield* keys.authenticate(key)).toEqual({ keyId: record.id, accountId: account.id, scopes: ["chat", "monitoring"] })
+        expect(yield* keys.authenticate(key)).toEqual({
+          keyId: record.id,
+          accountId: account.id,
+          scopes: ["chat", "monitoring"],
+          rpm: 60,
+          tpm: null
+        })
         const recorded = yield* Effect.flatMap(RecordedEvents, (events) => events.all)
         expect(recorded.filter((event) => event.type === "key.created" && event.data.key_id === record.id)).toHaveLength(1)
       }))
@@ -43,6 +49,19 @@ export const apiKeysContract = (implementation: MoneyLayers) =>
         expect(revoked.revokedAt).toBeInstanceOf(Date)
         expect((yield* Effect.flip(keys.authenticate(key)))._tag).toBe("Unauthorized")
         expect((yield* keys.revoke(record.id)).revokedAt).toEqual(revoked.revokedAt)
+      }))
+
+    it.effect("changes a key's limits (a number sets, null clears, absent keeps), seen from the key's next request", () =>
+      Effect.gen(function*() {
+        const keys = yield* ApiKeys
+        const account = yield* Effect.flatMap(Accounts, (accounts) => accounts.create({ name: "limits" }))
+        const { key, record } = yield* keys.create(account.id, { scopes: ["chat"], tpm: 1000 })
+        expect(yield* keys.authenticate(key)).toMatchObject({ rpm: null, tpm: 1000 })
+        expect(yield* keys.setLimits(record.id, { rpm: 5 })).toMatchObject({ id: record.id, rpm: 5, tpm: 1000 })
+        expect(yield* keys.authenticate(key)).toMatchObject({ rpm: 5, tpm: 1000 })
+        expect(yield* keys.setLimits(record.id, { tpm: null })).toMatchObject({ rpm: 5, tpm: null })
+        expect(yield* keys.authenticate(key)).toMatchObject({ rpm: 5, tpm: null })
+        expect((yield* Effect.flip(keys.setLimits("key_missing", { rpm: 1 })))._tag).toBe("NotFound")
       }))
 
     it.effect("gives one answer for every key it refuses, and not found for unknown ids", () =>
