@@ -146,6 +146,38 @@ describe("rate limits", () => {
     expect(after.map((response) => response.status)).toEqual([200, 200])
   })
 
+  it("a stream holds its permit until its last byte, and gives it back when the client leaves", async () => {
+    const { key } = await keyWith({})
+    upstream.behave({ chunkDelayMs: 400 })
+    try {
+      const body = { model: "svc/slow", stream: true, messages: [{ role: "user", content: "one two three four five six" }] }
+      const first = await fetch(`${gateway.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify(body)
+      })
+      expect(first.status).toBe(200)
+      const second = new AbortController()
+      const leaving = await fetch(`${gateway.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+        signal: second.signal
+      })
+      expect(leaving.status).toBe(200)
+      // Both streams are still sending: the account's two permits are taken.
+      expect((await chat(key)).status).toBe(429)
+      second.abort()
+      await leaving.text().catch(() => "left")
+      await first.text()
+    } finally {
+      upstream.behave({})
+    }
+    // The permits came back (give the left stream's finalizer a moment).
+    await new Promise((wake) => setTimeout(wake, 300))
+    expect((await Promise.all([chat(key), chat(key)])).map((response) => response.status)).toEqual([200, 200])
+  })
+
   it("operators change a key's limits with PATCH /v1/admin/keys/{id}; null removes one", async () => {
     const { key, keyId } = await keyWith({})
     const plain = await chat(key)

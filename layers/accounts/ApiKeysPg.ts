@@ -54,7 +54,7 @@ export const ApiKeysPg = Layer.effect(
     const { adminKey, databaseUrl } = yield* AppConfig
     /** Principals by key hash (base64); only on the embedded database (see above). */
     const remembered = databaseUrl === undefined ? new Map<string, Principal>() : undefined
-    /** Counts revocations, so a lookup that raced one is not remembered (it may have read the row before). */
+    /** Counts revocations and limit changes, so a lookup that raced one is not remembered (it may have read the row before). */
     let revocations = 0
     const adminHash = adminKey === undefined ? undefined : sha256(Redacted.value(adminKey))
 
