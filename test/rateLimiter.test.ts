@@ -9,7 +9,13 @@ import { Effect, Exit, FiberRef, Layer, Scope, TestClock } from "effect"
 import { RateLimiterLive } from "../layers/admission/RateLimiterLive.ts"
 import { RateLimitStoreMemory } from "../layers/admission/RateLimitStoreMemory.ts"
 import type { Principal } from "../services/ApiKeys.ts"
-import { currentRateLimits, RateLimiter, type RateLimitStatus } from "../services/RateLimiter.ts"
+import {
+  currentRateLimits,
+  RateLimiter,
+  type RateLimitStatus,
+  RateLimitStore,
+  StoreUnavailable
+} from "../services/RateLimiter.ts"
 import { testConfig } from "./support/testConfig.ts"
 
 const limiterWith = (limits: unknown = {}) =>
@@ -159,6 +165,25 @@ describe("rate limiter (memory store)", () => {
       // Had the refusals kept their permits, a call of another key of the account would be refused too.
       yield* admit(key({}, "acct_one"))
     }).pipe(Effect.provide(limiterWith({ defaults: { concurrency: 1 } }))))
+
+  it.effect("a store that cannot be reached: 503 service_unavailable with Retry-After, not a 500", () =>
+    Effect.gen(function*() {
+      const refused = yield* Effect.flip(admit(key({ rpm: 5 })))
+      expect(refused).toMatchObject({ _tag: "ServiceUnavailable", retryAfterSeconds: 1 })
+      // A key with no limits never asks the store.
+      yield* admit(key())
+    }).pipe(Effect.provide(
+      RateLimiterLive.pipe(
+        Layer.provide(Layer.succeed(RateLimitStore, {
+          take: () => Effect.fail(new StoreUnavailable({ cause: new Error("connection refused") })),
+          adjust: () => Effect.die("unused"),
+          acquire: () => Effect.die("unused"),
+          renew: () => Effect.die("unused"),
+          release: () => Effect.die("unused")
+        })),
+        Layer.provide(testConfig())
+      )
+    )))
 
   it.effect("the status cell is left alone when no request set one", () =>
     Effect.gen(function*() {

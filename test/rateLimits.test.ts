@@ -233,3 +233,22 @@ describe("rate limits", () => {
     expect(most.status).toBe(200)
   })
 })
+
+describe("rate limits when their store is down", () => {
+  it("Redis unreachable: a limited key gets 503 service_unavailable with Retry-After, an unlimited key is served", async () => {
+    // Nothing listens on port 1: every Redis command fails.
+    const down = await startGateway({ env: { REDIS_URL: "redis://127.0.0.1:1" } })
+    try {
+      const { id } = await down.account()
+      const limited = await down.request("POST", `/v1/admin/accounts/${id}/keys`, { body: { scopes: ["chat"], rpm: 5 } })
+      const refused = await down.request("POST", "/v1/chat/completions", { key: limited.body.key, body: hello })
+      expect(refused.status).toBe(503)
+      expect(refused.body.error.code).toBe("service_unavailable")
+      expect(refused.headers.get("retry-after")).toBe("1")
+      const plain = await down.request("POST", `/v1/admin/accounts/${id}/keys`, { body: { scopes: ["chat"] } })
+      expect((await down.request("POST", "/v1/chat/completions", { key: plain.body.key, body: hello })).status).toBe(200)
+    } finally {
+      await down.close()
+    }
+  }, 60_000)
+})

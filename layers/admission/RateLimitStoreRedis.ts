@@ -6,7 +6,7 @@
  * set expires with its last lease).
  */
 import { randomUUID } from "node:crypto"
-import { Effect, Layer, Option, Redacted } from "effect"
+import { Effect, Layer, Option, Redacted, Runtime } from "effect"
 import { Redis } from "ioredis"
 import { AppConfig } from "../../services/Config.ts"
 import { RateLimitStore, StoreUnavailable } from "../../services/RateLimiter.ts"
@@ -90,10 +90,23 @@ export const makeRedisStore = (redis: Redis, prefix: string) => {
   })
 }
 
-/** A Redis connection for the life of the layer. */
+/** A Redis connection for the life of the layer; it reconnects by itself and logs once per change of state. */
 export const redisClient = (url: string) =>
   Effect.acquireRelease(
-    Effect.sync(() => new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: true })),
+    Effect.map(Effect.runtime<never>(), (runtime) => {
+      const log = (message: string) => Runtime.runFork(runtime)(Effect.logWarning(message))
+      const redis = new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: true })
+      let down = false
+      redis.on("error", (error: Error) => {
+        if (!down) log(`redis unavailable for rate limits: ${error.message.slice(0, 200)}`)
+        down = true
+      })
+      redis.on("ready", () => {
+        if (down) log("redis for rate limits is back")
+        down = false
+      })
+      return redis
+    }),
     (redis) => Effect.promise(() => redis.quit().catch(() => "closed"))
   )
 

@@ -16,6 +16,7 @@ import { AppConfig } from "../../services/Config.ts"
 import {
   type Bucket,
   currentRateLimits,
+  MAX_LIMIT,
   RateLimiter,
   type RateLimitTicket,
   RateLimitStore,
@@ -27,13 +28,31 @@ const MINUTE_MS = 60_000
 
 const unlimited: RateLimitTicket = { settle: () => Effect.void }
 
-const unavailable = (error: StoreUnavailable) =>
-  Effect.zipRight(
-    Effect.logWarning(`rate-limit store unavailable: ${String((error.cause as Error)?.message ?? error.cause).slice(0, 200)}`),
-    Effect.fail(
-      new ServiceUnavailable({ message: "The gateway cannot count rate limits now; retry shortly.", retryAfterSeconds: 1 })
+const refusal = new ServiceUnavailable({
+  message: "The gateway cannot count rate limits now; retry shortly.",
+  retryAfterSeconds: 1
+})
+
+/** Says once when the store becomes unreachable and once when it is back, not on every call in between. */
+const outageLog = () => {
+  let down = false
+  return {
+    failed: (error: StoreUnavailable) =>
+      Effect.zipRight(
+        down ? Effect.void : Effect.logWarning(
+          `rate-limit store unavailable: ${String((error.cause as Error)?.message ?? error.cause).slice(0, 200)}`
+        ),
+        Effect.sync(() => void (down = true))
+      ),
+    succeeded: Effect.suspend(() =>
+      down ? Effect.zipRight(Effect.logWarning("rate-limit store is back"), Effect.sync(() => void (down = false))) : Effect.void
     )
-  )
+  }
+}
+
+/** A token count as a whole number within bounds; `otherwise` for one that is not a number at all. */
+const wholeTokens = (tokens: number, otherwise: number) =>
+  Number.isFinite(tokens) ? Math.min(Math.max(0, Math.ceil(tokens)), MAX_LIMIT) : otherwise
 
 const retryLater = (what: string, retryAfterMs: number) => {
   const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000))
@@ -47,6 +66,7 @@ export const RateLimiterLive = Layer.effect(
     const { file } = yield* AppConfig
     const { defaults, permitLeaseSeconds } = file.limits
     const leaseMs = permitLeaseSeconds * 1000
+    const outage = outageLog()
 
     /** One of the account's concurrent-call permits, held until the scope closes. */
     const permit = (accountId: string, cap: number) =>
@@ -82,12 +102,13 @@ export const RateLimiterLive = Layer.effect(
           const buckets: Array<Bucket> = []
           const amounts: Array<number> = []
           if (requests !== undefined) buckets.push(requests), amounts.push(1)
-          const counted = tokenBucket === undefined ? 0 : Math.min(Math.max(0, Math.ceil(tokens)), tokenBucket.limit)
+          const counted = tokenBucket === undefined ? 0 : Math.min(wholeTokens(tokens, tokenBucket.limit), tokenBucket.limit)
           if (tokenBucket !== undefined) buckets.push(tokenBucket), amounts.push(counted)
           if (buckets.length === 0) return unlimited
 
           const now = yield* Clock.currentTimeMillis
           const taken = yield* store.take(buckets, amounts, now)
+          yield* outage.succeeded
           const status = yield* FiberRef.get(currentRateLimits)
           buckets.forEach((bucket, i) => {
             if (status === null) return
@@ -107,9 +128,11 @@ export const RateLimiterLive = Layer.effect(
           return {
             settle: (used: number) =>
               Effect.flatMap(Clock.currentTimeMillis, (at) =>
-                store.adjust(tokenBucket, Math.max(0, Math.ceil(used)) - counted, at)).pipe(Effect.ignoreLogged)
+                store.adjust(tokenBucket, wholeTokens(used, counted) - counted, at)).pipe(Effect.ignoreLogged)
           }
-        }).pipe(Effect.catchTag("StoreUnavailable", unavailable))
+        }).pipe(
+          Effect.catchTag("StoreUnavailable", (error) => Effect.zipRight(outage.failed(error), Effect.fail(refusal)))
+        )
     })
   })
 )
