@@ -32,6 +32,8 @@ export interface Principal {
   readonly rpm?: number | null
   /** The key's own tokens per minute (null or absent: the config's default). */
   readonly tpm?: number | null
+  /** The account's own cap on concurrent calls (null or absent: the config's default). */
+  readonly concurrency?: number | null
 }
 
 /** A change of a key's limits: a number sets one, null clears it, absent leaves it. */
@@ -54,6 +56,11 @@ export class ApiKeys extends Context.Tag("svc/ApiKeys")<ApiKeys, {
   readonly revoke: (keyId: string) => Effect.Effect<ApiKeyRecord, NotFound>
   /** Changes a key's rate limits; they apply from the key's next request. */
   readonly setLimits: (keyId: string, change: KeyLimitsChange) => Effect.Effect<ApiKeyRecord, NotFound>
+  /** Sets (a number) or removes (null) an account's own cap on concurrent calls, for its keys' next requests. */
+  readonly setAccountConcurrency: (
+    accountId: string,
+    concurrency: number | null
+  ) => Effect.Effect<{ readonly accountId: string; readonly concurrency: number | null }, NotFound>
   /** Resolves a bearer token to its principal; any doubt is `Unauthorized`. */
   readonly authenticate: (token: string) => Effect.Effect<Principal, Unauthorized>
 }>() {}

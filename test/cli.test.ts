@@ -119,7 +119,7 @@ describe("svc CLI", () => {
     expect(revoked).not.toHaveProperty("key")
   }, slow)
 
-  it("changes a key's rate limits, clearing one with none; a bad limit names its flag", async () => {
+  it("changes a key's rate limits and an account's concurrency cap, clearing one with none; a bad limit names its flag", async () => {
     const key = await ok("keys", "create", account, "--scope", "chat", "--rpm", "60")
     expect(await ok("keys", "limits", key.id, "--tpm", "40000")).toMatchObject({ id: key.id, rpm: 60, tpm: 40000 })
     expect(await ok("keys", "limits", key.id, "--rpm", "none")).toMatchObject({ rpm: null, tpm: 40000 })
@@ -132,6 +132,13 @@ describe("svc CLI", () => {
     expect(huge).toMatch(/^svc: invalid_request: --tpm: /)
     expect(word).toMatch(/^svc: invalid_request: --tpm: /)
     expect(await fails(["keys", "limits", "key_missing", "--rpm", "5"])).toBe("svc: not_found: No API key key_missing.")
+    expect(await ok("accounts", "limits", account, "--concurrency", "4")).toEqual({
+      object: "account_limits",
+      account_id: account,
+      concurrency: 4
+    })
+    expect(await ok("accounts", "limits", account, "--concurrency", "none")).toMatchObject({ concurrency: null })
+    expect(await fails(["accounts", "limits", account, "--concurrency", "0"])).toMatch(/^svc: invalid_request: --concurrency: /)
   }, slow)
 
   it("adds credits once per reference", async () => {

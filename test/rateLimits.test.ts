@@ -178,6 +178,32 @@ describe("rate limits", () => {
     expect((await Promise.all([chat(key), chat(key)])).map((response) => response.status)).toEqual([200, 200])
   })
 
+  it("an account's own concurrency cap (PATCH /v1/admin/accounts/{id}/limits) replaces the default; null restores it", async () => {
+    const { accountId, key } = await keyWith({})
+    const set = await gateway.request("PATCH", `/v1/admin/accounts/${accountId}/limits`, { body: { concurrency: 1 } })
+    expect(set.status).toBe(200)
+    expect(set.body).toEqual({ object: "account_limits", account_id: accountId, concurrency: 1 })
+    const slow = { model: "svc/slow", messages: [{ role: "user", content: "take your time" }] }
+    upstream.behave({ delayHeadersMs: 1000 })
+    try {
+      const running = chat(key, slow)
+      await new Promise((wake) => setTimeout(wake, 400))
+      expect((await chat(key)).status).toBe(429)
+      expect((await running).status).toBe(200)
+      await gateway.request("PATCH", `/v1/admin/accounts/${accountId}/limits`, { body: { concurrency: null } })
+      const two = [chat(key, slow), chat(key, slow)]
+      expect((await Promise.all(two)).map((response) => response.status)).toEqual([200, 200])
+    } finally {
+      upstream.behave({})
+    }
+    const missing = await gateway.request("PATCH", "/v1/admin/accounts/acct_missing/limits", { body: { concurrency: 1 } })
+    expect(missing.status).toBe(404)
+    for (const concurrency of [0, -3, 2.5, 2 ** 31, "5"]) {
+      const bad = await gateway.request("PATCH", `/v1/admin/accounts/${accountId}/limits`, { body: { concurrency } })
+      expect({ concurrency, status: bad.status, param: bad.body.error.param }).toEqual({ concurrency, status: 400, param: "concurrency" })
+    }
+  })
+
   it("operators change a key's limits with PATCH /v1/admin/keys/{id}; null removes one", async () => {
     const { key, keyId } = await keyWith({})
     const plain = await chat(key)

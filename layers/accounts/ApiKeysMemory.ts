@@ -30,6 +30,8 @@ export const ApiKeysMemory: Layer.Layer<ApiKeys, never, MemoryBank | Ids | Event
     /** Records by id, and ids by key hash. */
     const records = new Map<string, ApiKeyRecord>()
     const byHash = new Map<string, string>()
+    /** Accounts' own concurrency caps. */
+    const concurrency = new Map<string, number>()
 
     return ApiKeys.of({
       create: (accountId, input) =>
@@ -80,6 +82,14 @@ export const ApiKeysMemory: Layer.Layer<ApiKeys, never, MemoryBank | Ids | Event
           return Effect.succeed(record)
         }),
 
+      setAccountConcurrency: (accountId, cap) =>
+        Effect.suspend(() => {
+          if (!bank.accounts.has(accountId)) return accountNotFound(accountId)
+          if (cap === null) concurrency.delete(accountId)
+          else concurrency.set(accountId, cap)
+          return Effect.succeed({ accountId, concurrency: cap })
+        }),
+
       authenticate: (token) =>
         Effect.suspend(() => {
           const hash = hashOf(token)
@@ -91,7 +101,8 @@ export const ApiKeysMemory: Layer.Layer<ApiKeys, never, MemoryBank | Ids | Event
             accountId: record.accountId,
             scopes: record.scopes,
             rpm: record.rpm,
-            tpm: record.tpm
+            tpm: record.tpm,
+            concurrency: concurrency.get(record.accountId) ?? null
           })
         })
     })

@@ -110,6 +110,20 @@ export const ApiKeysPg = Layer.effect(
           })
         ),
 
+      setAccountConcurrency: (accountId, concurrency) =>
+        sql<{ id: string; concurrency: number | null }>`
+          UPDATE accounts SET concurrency = ${concurrency}::integer WHERE id = ${accountId} RETURNING id, concurrency`.pipe(
+          Effect.orDie,
+          Effect.flatMap(([row]) => row === undefined ? Effect.fail(accountNotFound(accountId)) : Effect.succeed(row)),
+          Effect.map((row) => {
+            revocations++
+            if (remembered !== undefined) {
+              for (const [hash, principal] of remembered) if (principal.accountId === accountId) remembered.delete(hash)
+            }
+            return { accountId: row.id, concurrency: row.concurrency }
+          })
+        ),
+
       authenticate: (token) =>
         Effect.gen(function*() {
           const hash = sha256(token)
@@ -118,7 +132,9 @@ export const ApiKeysPg = Layer.effect(
           const known = remembered?.get(hash.toString("base64"))
           if (known !== undefined) return known
           const revocationsBefore = revocations
-          const [row] = yield* sql<KeyRow>`SELECT * FROM api_keys WHERE secret_sha256 = ${hash}`.pipe(Effect.orDie)
+          const [row] = yield* sql<KeyRow & { account_concurrency: number | null }>`
+            SELECT k.*, a.concurrency AS account_concurrency
+            FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.secret_sha256 = ${hash}`.pipe(Effect.orDie)
           if (row === undefined || row.revoked_at !== null || !timingSafeEqual(Buffer.from(row.secret_sha256), hash)) {
             return yield* Effect.fail(rejected)
           }
@@ -127,7 +143,8 @@ export const ApiKeysPg = Layer.effect(
             accountId: row.account_id,
             scopes: row.scopes,
             rpm: row.rpm,
-            tpm: row.tpm
+            tpm: row.tpm,
+            concurrency: row.account_concurrency
           }
           if (remembered !== undefined && revocations === revocationsBefore) {
             if (remembered.size >= MAX_REMEMBERED_KEYS) remembered.clear()

@@ -5,7 +5,7 @@
  * neither is taken. An estimate larger than the whole bucket is counted as
  * the whole bucket (such a call waits for a full bucket, then leaves it in
  * debt once its real usage is counted). The account's cap on concurrent
- * calls is a permit with a lease, renewed while the call runs and released
+ * calls (its own, else the config's) is a permit with a lease, renewed while the call runs and released
  * when its scope closes; a process that dies leaves permits that expire.
  * The bootstrap operator key (no account) is never limited.
  */
@@ -97,7 +97,8 @@ export const RateLimiterLive = Layer.effect(
       admit: (principal, tokens) =>
         Effect.gen(function*() {
           if (principal.accountId === null) return unlimited
-          if (defaults.concurrency !== undefined) yield* permit(principal.accountId, defaults.concurrency)
+          const cap = principal.concurrency ?? defaults.concurrency
+          if (cap !== undefined) yield* permit(principal.accountId, cap)
           const { requests, tokens: tokenBucket } = bucketsOf(principal)
           const buckets: Array<Bucket> = []
           const amounts: Array<number> = []

@@ -2,7 +2,15 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { Wire } from "../../services/ApiError.ts"
-import { AccountRecord, AddCredits, CreateAccount, CreatedKey, CreateKey, KeyRecord, LedgerEntryRecord, UpdateKeyLimits } from "./Records.ts"
+import {
+  AccountLimitsRecord,
+  AccountRecord,
+  AddCredits, CreateAccount, CreatedKey, CreateKey,
+  KeyRecord,
+  LedgerEntryRecord,
+  SetAccountLimits,
+  UpdateKeyLimits
+} from "./Records.ts"
 import { AdminScope } from "./Security.ts"
 
 const IdPath = Schema.Struct({ id: Schema.String })
@@ -13,6 +21,13 @@ export class AdminGroup extends HttpApiGroup.make("admin")
     HttpApiEndpoint.get("getAccount", "/v1/admin/accounts/:id").setPath(IdPath).addSuccess(AccountRecord).addError(
       Wire.NotFound
     )
+  )
+  .add(
+    HttpApiEndpoint.patch("setAccountLimits", "/v1/admin/accounts/:id/limits")
+      .setPath(IdPath)
+      .setPayload(SetAccountLimits)
+      .addSuccess(AccountLimitsRecord)
+      .addError(Wire.NotFound)
   )
   .add(
     HttpApiEndpoint.post("createKey", "/v1/admin/accounts/:id/keys")

@@ -84,6 +84,17 @@ export const UpdateKeyLimits = Schema.Struct({
   tpm: Schema.optional(Schema.NullOr(Limit))
 }).annotations({ identifier: "UpdateApiKeyLimits" })
 
+/** An account's own cap on concurrent calls: a number sets it, null removes it (the config's default applies). */
+export const SetAccountLimits = Schema.Struct({
+  concurrency: Schema.NullOr(Limit)
+}).annotations({ identifier: "SetAccountLimits" })
+
+export const AccountLimitsRecord = Schema.Struct({
+  object: Schema.Literal("account_limits"),
+  account_id: Schema.String,
+  concurrency: Schema.NullOr(Schema.Int)
+}).annotations({ identifier: "AccountLimits" })
+
 export const LedgerEntryRecord = Schema.Struct({
   id: Schema.String,
   object: Schema.Literal("ledger_entry"),

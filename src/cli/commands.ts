@@ -12,8 +12,8 @@ import { ApiKeys } from "../../services/ApiKeys.ts"
 import { codeOf, InvalidRequest, isApiError } from "../../services/ApiError.ts"
 import { ConfigInvalid } from "../../services/Config.ts"
 import { SealedPrompts } from "../../services/SealedPrompts.ts"
-import { AddCredits, CreateAccount, CreateKey, UpdateKeyLimits } from "../api/Records.ts"
-import { toAccountRecord, toKeyRecord, toLedgerRecord } from "../handlers/Admin.ts"
+import { AddCredits, CreateAccount, CreateKey, SetAccountLimits, UpdateKeyLimits } from "../api/Records.ts"
+import { toAccountLimitsRecord, toAccountRecord, toKeyRecord, toLedgerRecord } from "../handlers/Admin.ts"
 import { configLine } from "../startFailure.ts"
 
 /** What the commands need: the app's services (the database opens only once a command's input is valid). */
@@ -26,6 +26,7 @@ const flagOf: Record<string, string> = {
   scopes: "--scope",
   rpm: "--rpm",
   tpm: "--tpm",
+  concurrency: "--concurrency",
   amount_usd: "--amount",
   reference: "--reference"
 }
@@ -67,6 +68,29 @@ const commandsWith = (services: OperatorServices) => {
   const accountsShow = Command.make("show", { accountId }, ({ accountId }) =>
     output(Effect.flatMap(Accounts, (accounts) => Effect.map(accounts.get(accountId), toAccountRecord))))
 
+  /** `none` clears a limit; anything else must be a whole number (the schema says what is wrong). */
+  const limitFlag = (name: "rpm" | "tpm", what: string) =>
+    Options.text(name).pipe(Options.withDescription(`${what}, or "none" to remove the key's own limit`), Options.optional)
+  const limitValue = (flag: Option.Option<string>) =>
+    Option.match(flag, {
+      onNone: () => undefined,
+      onSome: (text) => text === "none" ? null : /^-?\d+(\.\d+)?$/.test(text) ? Number(text) : text
+    })
+
+  const accountsLimits = Command.make(
+    "limits",
+    {
+      accountId,
+      concurrency: Options.text("concurrency").pipe(
+        Options.withDescription(`Concurrent calls at most, or "none" for the config's default`)
+      )
+    },
+    ({ accountId, concurrency }) =>
+      Effect.flatMap(decode(SetAccountLimits, { concurrency: limitValue(Option.some(concurrency)) }), (change) =>
+        output(Effect.flatMap(ApiKeys, (keys) =>
+          Effect.map(keys.setAccountConcurrency(accountId, change.concurrency), toAccountLimitsRecord))))
+  )
+
   const keysCreate = Command.make(
     "create",
     {
@@ -92,15 +116,6 @@ const commandsWith = (services: OperatorServices) => {
             Effect.map(keys.create(accountId, input), ({ key, record }) => ({ ...toKeyRecord(record), key }))))
       )
   )
-
-  /** `none` clears a limit; anything else must be a whole number (the schema says what is wrong). */
-  const limitFlag = (name: "rpm" | "tpm", what: string) =>
-    Options.text(name).pipe(Options.withDescription(`${what}, or "none" to remove the key's own limit`), Options.optional)
-  const limitValue = (flag: Option.Option<string>) =>
-    Option.match(flag, {
-      onNone: () => undefined,
-      onSome: (text) => text === "none" ? null : /^-?\d+(\.\d+)?$/.test(text) ? Number(text) : text
-    })
 
   const keysLimits = Command.make(
     "limits",
@@ -133,7 +148,7 @@ const commandsWith = (services: OperatorServices) => {
   const promptKeysRotate = Command.make("rotate", {}, () => output(Effect.flatMap(SealedPrompts, (sealed) => sealed.rotate)))
 
   return Command.make("svc").pipe(Command.withSubcommands([
-    Command.make("accounts").pipe(Command.withSubcommands([accountsCreate, accountsShow])),
+    Command.make("accounts").pipe(Command.withSubcommands([accountsCreate, accountsShow, accountsLimits])),
     Command.make("keys").pipe(Command.withSubcommands([keysCreate, keysLimits, keysRevoke])),
     Command.make("credits").pipe(Command.withSubcommands([creditsAdd])),
     Command.make("prompt-keys").pipe(Command.withSubcommands([promptKeysRotate]))

@@ -5,7 +5,7 @@ import { type Account, Accounts, type LedgerEntry } from "../../services/Account
 import { type ApiKeyRecord, ApiKeys } from "../../services/ApiKeys.ts"
 import { formatUsd } from "../../services/Money.ts"
 import { Api } from "../api/Api.ts"
-import type { AccountRecord, KeyRecord, LedgerEntryRecord } from "../api/Records.ts"
+import type { AccountLimitsRecord, AccountRecord, KeyRecord, LedgerEntryRecord } from "../api/Records.ts"
 
 export const toAccountRecord = (account: Account): typeof AccountRecord.Type => ({
   id: account.id,
@@ -41,6 +41,14 @@ export const toLedgerRecord = (entry: LedgerEntry): typeof LedgerEntryRecord.Typ
   created_at: entry.createdAt.toISOString()
 })
 
+export const toAccountLimitsRecord = (
+  limits: { readonly accountId: string; readonly concurrency: number | null }
+): typeof AccountLimitsRecord.Type => ({
+  object: "account_limits",
+  account_id: limits.accountId,
+  concurrency: limits.concurrency
+})
+
 export const AdminHandlers = HttpApiBuilder.group(Api, "admin", (handlers) =>
   Effect.gen(function*() {
     const accounts = yield* Accounts
@@ -49,6 +57,8 @@ export const AdminHandlers = HttpApiBuilder.group(Api, "admin", (handlers) =>
       .handle("createAccount", ({ payload }) =>
         Effect.map(accounts.create({ name: payload.name, credit: payload.credit_usd }), toAccountRecord))
       .handle("getAccount", ({ path }) => Effect.map(accounts.get(path.id), toAccountRecord))
+      .handle("setAccountLimits", ({ path, payload }) =>
+        Effect.map(keys.setAccountConcurrency(path.id, payload.concurrency), toAccountLimitsRecord))
       .handle("createKey", ({ path, payload }) =>
         Effect.map(keys.create(path.id, payload), ({ key, record }) => ({ ...toKeyRecord(record), key })))
       .handle("updateKey", ({ path, payload }) => Effect.map(keys.setLimits(path.id, payload), toKeyRecord))

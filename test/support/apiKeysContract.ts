@@ -33,7 +33,8 @@ export const apiKeysContract = (implementation: MoneyLayers) =>
           accountId: account.id,
           scopes: ["chat", "monitoring"],
           rpm: 60,
-          tpm: null
+          tpm: null,
+          concurrency: null
         })
         const recorded = yield* Effect.flatMap(RecordedEvents, (events) => events.all)
         expect(recorded.filter((event) => event.type === "key.created" && event.data.key_id === record.id)).toHaveLength(1)
@@ -62,6 +63,19 @@ export const apiKeysContract = (implementation: MoneyLayers) =>
         expect(yield* keys.setLimits(record.id, { tpm: null })).toMatchObject({ rpm: 5, tpm: null })
         expect(yield* keys.authenticate(key)).toMatchObject({ rpm: 5, tpm: null })
         expect((yield* Effect.flip(keys.setLimits("key_missing", { rpm: 1 })))._tag).toBe("NotFound")
+      }))
+
+    it.effect("an account's own concurrency cap reaches its keys' principals from their next request", () =>
+      Effect.gen(function*() {
+        const keys = yield* ApiKeys
+        const account = yield* Effect.flatMap(Accounts, (accounts) => accounts.create({ name: "concurrency" }))
+        const { key } = yield* keys.create(account.id, { scopes: ["chat"] })
+        expect((yield* keys.authenticate(key)).concurrency ?? null).toBeNull()
+        expect(yield* keys.setAccountConcurrency(account.id, 3)).toEqual({ accountId: account.id, concurrency: 3 })
+        expect(yield* keys.authenticate(key)).toMatchObject({ concurrency: 3 })
+        yield* keys.setAccountConcurrency(account.id, null)
+        expect((yield* keys.authenticate(key)).concurrency ?? null).toBeNull()
+        expect((yield* Effect.flip(keys.setAccountConcurrency("acct_missing", 1)))._tag).toBe("NotFound")
       }))
 
     it.effect("gives one answer for every key it refuses, and not found for unknown ids", () =>

@@ -4,12 +4,14 @@
  * `updated_ms`, refilled continuously) and concurrency permits with a lease.
  * The multi-bucket take and the permit count are functions, so each is one
  * round trip and atomic. Times are the gateways' clocks, in milliseconds.
+ * An account's own cap on concurrent calls (null: the config's default).
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE accounts ADD COLUMN concurrency integer`
   yield* sql`
     CREATE TABLE rate_limit_buckets (
       key text PRIMARY KEY,
