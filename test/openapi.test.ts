@@ -24,6 +24,7 @@ describe("openapi.json", () => {
       "/v1/admin/accounts/{id}",
       "/v1/admin/accounts/{id}/credits",
       "/v1/admin/accounts/{id}/keys",
+      "/v1/admin/accounts/{id}/limits",
       "/v1/admin/keys/{id}",
       "/v1/chat/completions",
       "/v1/embeddings",
@@ -36,7 +37,7 @@ describe("openapi.json", () => {
     ])
     const chat = spec.paths["/v1/chat/completions"].post
     expect(chat.requestBody.content["application/json"].schema.$ref).toBe("#/components/schemas/ChatCompletionRequest")
-    for (const status of ["400", "401", "402", "413", "500", "502", "504"]) {
+    for (const status of ["400", "401", "402", "413", "429", "500", "502", "504"]) {
       expect(JSON.stringify(chat.responses[status].content["application/json"].schema)).toContain(
         "\"#/components/schemas/ErrorEnvelope\""
       )
