@@ -26,7 +26,13 @@ export interface ServedCall {
   readonly endpoint: string
   readonly model: Model
   readonly deployment: Deployment
+  /** As the upstream reported it (or as we counted it when it reported none); checked before billing. */
   readonly usage: TokenUsage
+  /**
+   * The usage the hold was estimated for on this model (counted input, reserved output): billed
+   * instead of a reported usage that cannot be right (layers/billing/usageCheck.ts).
+   */
+  readonly estimated: TokenUsage
   readonly attempts: ReadonlyArray<Attempt>
   readonly privacyClass: PrivacyClass
   readonly events?: ReadonlyArray<CallEvent>
@@ -47,7 +53,11 @@ export class Billing extends Context.Tag("svc/Billing")<Billing, {
     amount: Nanos,
     use: (hold: Hold) => Effect.Effect<A, E, R>
   ) => Effect.Effect<A, E | InsufficientFunds, R>
-  /** Settles the hold: the receipt of the call. A hold that already ended is a defect. */
+  /**
+   * Settles the hold: the receipt of the call, charging what it cost (even above the hold). A usage
+   * the upstream reported that is not a sane token count is billed as `estimated` instead, with a
+   * `provider.usage_invalid` event. A hold that already ended is a defect.
+   */
   readonly settle: (hold: Hold, call: ServedCall) => Effect.Effect<Receipt>
   /** Releases the hold without charging (the call failed). A hold that already ended is left as it is. */
   readonly release: (hold: Hold) => Effect.Effect<void>

@@ -23,6 +23,7 @@ const served: ServedCall = {
   model,
   deployment,
   usage: { inputTokens: 1000, outputTokens: 500 },
+  estimated: { inputTokens: 1000, outputTokens: 800 },
   attempts: [{ model: model.id, outcome: "ok", latencyMs: 5 }],
   privacyClass: "standard_route"
 }

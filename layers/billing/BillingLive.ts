@@ -2,7 +2,9 @@
  * Billing on the ledger: a hold is a reservation against the caller's account
  * (for the request being served), ended exactly once — settled into a receipt,
  * or released when its scope closes first (a failed or abandoned call bills
- * nothing). Prices and estimates come from `Pricing`.
+ * nothing). Prices and estimates come from `Pricing`. The usage an upstream
+ * reported is checked before it is billed (usageCheck.ts): one that cannot be
+ * right is billed as the estimate held, recorded, and logged for operators.
  */
 import { Effect, FiberRef, Layer } from "effect"
 import { currentRequestId } from "../../services/ApiError.ts"
@@ -12,6 +14,7 @@ import { Ids } from "../../services/Ids.ts"
 import { type Bill, Ledger } from "../../services/Ledger.ts"
 import type { Nanos } from "../../services/Money.ts"
 import { Pricing } from "../../services/Pricing.ts"
+import { billableUsage } from "./usageCheck.ts"
 
 /** A hold as this layer keeps it: whether it ended (a flag, not a weak set, so the GC has no extra work per call). */
 interface OpenHold extends Hold {
@@ -43,19 +46,31 @@ export const BillingLive = Layer.effect(
 
     const release = (hold: Hold) => Effect.suspend(() => (end(hold) ? ledger.release(hold.reservation) : Effect.void))
 
-    const billOf = (call: ServedCall): Bill => ({
+    const billOf = (call: ServedCall, usage: ServedCall["usage"], invalid: Bill["events"]): Bill => ({
       endpoint: call.endpoint,
       model: call.model.id,
       tier: call.model.tier,
       privacyClass: call.privacyClass,
-      usage: call.usage,
+      usage,
       price: call.model.pricing,
-      cost: pricing.cost(call.model, call.deployment, call.usage),
+      cost: pricing.cost(call.model, call.deployment, usage),
       attempts: call.attempts,
       providerId: call.deployment.provider.id,
-      events: call.events ?? [],
+      events: [...(call.events ?? []), ...(invalid ?? [])],
       ...(call.attestationVerdicts !== undefined ? { attestationVerdicts: call.attestationVerdicts } : {})
     })
+
+    /** The bill of a served call, at the usage reported if it is billable, else at the estimate (logged for operators). */
+    const checkedBill = (call: ServedCall) => {
+      const { invalid, usage } = billableUsage(call.usage, call.estimated, call.model.context, call.model.id)
+      const bill = billOf(call, usage, invalid === undefined ? [] : [invalid])
+      return invalid === undefined ? Effect.succeed(bill) : Effect.as(
+        Effect.logWarning("upstream reported a usage that cannot be billed; billed the estimate held").pipe(
+          Effect.annotateLogs({ deployment: call.deployment.id, ...invalid.data })
+        ),
+        bill
+      )
+    }
 
     return Billing.of({
       estimate: pricing.estimateFor,
@@ -66,7 +81,7 @@ export const BillingLive = Layer.effect(
       settle: (held, call) =>
         Effect.suspend(() => {
           if (!end(held)) return Effect.dieMessage(`hold ${held.id} settled after it ended`)
-          return ledger.settle(held.reservation, billOf(call))
+          return Effect.flatMap(checkedBill(call), (bill) => ledger.settle(held.reservation, bill))
         }),
       release
     })

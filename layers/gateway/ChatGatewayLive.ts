@@ -23,7 +23,8 @@ import { type Route, RoutePlanner } from "../../services/RoutePlanner.ts"
 import { Transcripts } from "../../services/Transcripts.ts"
 import { type RoutesFailed, Upstream } from "../../services/Upstream.ts"
 import { routesFailedError, toApiError } from "../upstream/upstreamErrors.ts"
-import { completionText, countedUsage, fromUsage, settleChat } from "./chatSettlement.ts"
+import { isTokenCount } from "../billing/usageCheck.ts"
+import { billedUsage, completionText, countedUsage, fromUsage, settleChat } from "./chatSettlement.ts"
 import { settleStream } from "./streamSettlement.ts"
 import { StreamRelay } from "./streamRelay.ts"
 
@@ -71,7 +72,8 @@ export const ChatGatewayLive = Layer.effect(
             return yield* upstream.served(answered, {
               ok: true,
               latencyMs: answered.attempts.at(-1)!.latencyMs,
-              outputTokens: usage.completion_tokens
+              // A figure billing will set aside says nothing of throughput.
+              outputTokens: isTokenCount(usage.completion_tokens) ? usage.completion_tokens : 0
             }).pipe(
               Effect.zipRight(settleChat(services, { admitted: call, route, hold }, answered, {
                 usage: fromUsage(usage),
@@ -83,7 +85,7 @@ export const ChatGatewayLive = Layer.effect(
                   ...completion,
                   id: ids.completion(),
                   model: model.id,
-                  usage,
+                  usage: billedUsage(usage, receipt),
                   privacy: privacyPolicy.block(route.privacy.served, deployment)
                 },
                 receipt

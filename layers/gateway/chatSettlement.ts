@@ -1,13 +1,14 @@
 /**
  * The end of a served chat call: its usage (the upstream's, else our own
- * count), the bill settled from the hold with the call's events and verdict,
+ * count; Billing checks it against the estimate held for the served model),
+ * the bill settled from the hold with the call's events and verdict,
  * and the call's text kept when its class and the operator's setting say so.
  */
 import { Effect } from "effect"
 import type { AdmittedChat } from "../../services/Admission.ts"
 import type { Billing, Hold } from "../../services/Billing.ts"
 import type { CallRecorder } from "../../services/CallRecorder.ts"
-import type { Usage } from "../../services/Chat.ts"
+import { requestedMaxTokens, type Usage } from "../../services/Chat.ts"
 import type { Attempt, Receipt } from "../../services/Ledger.ts"
 import type { Pricing, TokenUsage } from "../../services/Pricing.ts"
 import type { UpstreamCompletion } from "../../services/Providers.ts"
@@ -21,6 +22,16 @@ export const fromUsage = (usage: Usage): TokenUsage => ({
   inputTokens: usage.prompt_tokens,
   outputTokens: usage.completion_tokens
 })
+
+/** The usage to answer with: the upstream's, unless billing set it aside as impossible (then what was billed). */
+export const billedUsage = (reported: Usage, receipt: Receipt): Usage =>
+  reported.prompt_tokens === receipt.usage.inputTokens && reported.completion_tokens === receipt.usage.outputTokens
+    ? reported
+    : {
+      prompt_tokens: receipt.usage.inputTokens,
+      completion_tokens: receipt.usage.outputTokens,
+      total_tokens: receipt.usage.inputTokens + receipt.usage.outputTokens
+    }
 
 /** What a kept transcript holds of a completion: its first choice's answer. */
 export const completionText = (completion: UpstreamCompletion): TranscriptCompletion => {
@@ -65,11 +76,13 @@ export const settleChat = (
   const { admitted, hold, route } = call
   const { deployment, model } = answered.target
   const verdict = route.privacy.verdictOf(deployment.id)
+  const estimate = services.billing.estimate(model, admitted.inputTokens, requestedMaxTokens(admitted.request))
   return services.billing.settle(hold, {
     endpoint: ENDPOINT,
     model,
     deployment,
     usage: served.usage,
+    estimated: { inputTokens: estimate.inputTokens, outputTokens: estimate.outputTokens },
     attempts: served.attempts.map(asAttempt),
     privacyClass: route.privacy.served,
     events: services.recorder.receiptEvents(route, served.attempts),
