@@ -49,6 +49,39 @@ describe("billing stage", () => {
     )
   })
 
+  it.effect("a usage that cannot be right is billed as the estimate held, with the event; one above the hold in full", () => {
+    const ledger = recordingLedger()
+    return withBilling(
+      ledger,
+      Effect.gen(function*() {
+        const billing = yield* Billing
+        const settle = (usage: ServedCall["usage"]) =>
+          billing.withHold(principal, usd(0.01), (hold) => billing.settle(hold, { ...served, usage }))
+        const odd = yield* settle({ inputTokens: 1000, outputTokens: -3 })
+        // The estimate held: 1000 in, 800 out = (1000 × $3 + 800 × $6) / 1e6.
+        expect(odd.usage).toEqual({ inputTokens: 1000, outputTokens: 800 })
+        expect(odd.cost.total).toBe(7_800_000n)
+        expect(ledger.bills[0]!.events).toEqual([{
+          type: "provider.usage_invalid",
+          data: {
+            model: "svc/m",
+            problem: "output tokens are negative",
+            reported_input_tokens: "1000",
+            reported_output_tokens: "-3",
+            billed_input_tokens: 1000,
+            billed_output_tokens: 800
+          }
+        }])
+        // Above the estimate but a sane count: billed as reported, in full.
+        const over = yield* settle({ inputTokens: 1000, outputTokens: 5000 })
+        expect(over.usage).toEqual({ inputTokens: 1000, outputTokens: 5000 })
+        expect(over.cost.total).toBe(33_000_000n)
+        expect(ledger.bills[1]!.events).toEqual([])
+        expect(ledger.log).toEqual(["reserve rcpt_1", "settle rcpt_1", "reserve rcpt_2", "settle rcpt_2"])
+      })
+    )
+  })
+
   it.effect("a hold whose call failed or was interrupted is released once, and a settle after that is a defect", () => {
     const ledger = recordingLedger()
     return withBilling(
