@@ -131,6 +131,24 @@ describe("upstream usage on the chat path", () => {
     }).pipe(Effect.provide(pipeline([...round, ...round])))
   })
 
+  it.effect("a streaming caller who asked for usage is told the usage billed, not the impossible figures", () =>
+    Effect.gen(function*() {
+      yield* openAccount({ id: "acct_t", balance: 1_000_000_000n })
+      const gateway = yield* ChatGateway
+      const request = chatRequest({ max_tokens: 100, stream: true, stream_options: { include_usage: true } })
+      const { chunks, receiptId } = yield* Effect.scoped(
+        Effect.flatMap(gateway.stream(request, principal("acct_t")), (stream) =>
+          Effect.map(Stream.runCollect(stream.chunks), (chunks) => ({ chunks: [...chunks], receiptId: stream.receiptId })))
+      )
+      const [receipt] = yield* receiptsOf([receiptId])
+      expect(receipt!.usage.outputTokens).toBe(100)
+      expect(chunks.flatMap((chunk) => (chunk.usage ? [chunk.usage] : []))).toEqual([{
+        prompt_tokens: receipt!.usage.inputTokens,
+        completion_tokens: 100,
+        total_tokens: receipt!.usage.inputTokens + 100
+      }])
+    }).pipe(Effect.provide(pipeline([{ pieces: ["odd"], usage: { input: -1, output: 3 } }]))))
+
   it.effect("more output than held is charged in full: the balance goes below zero by the excess, with payment.overage", () =>
     Effect.gen(function*() {
       const bank = yield* MemoryBank

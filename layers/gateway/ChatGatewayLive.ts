@@ -24,7 +24,15 @@ import { Transcripts } from "../../services/Transcripts.ts"
 import { type RoutesFailed, Upstream } from "../../services/Upstream.ts"
 import { routesFailedError, toApiError } from "../upstream/upstreamErrors.ts"
 import { isTokenCount } from "../billing/usageCheck.ts"
-import { billedUsage, completionText, countedUsage, fromUsage, settleChat } from "./chatSettlement.ts"
+import {
+  billedUsage,
+  completionText,
+  countedUsage,
+  estimatedUsage,
+  fromUsage,
+  settleChat,
+  toldUsage
+} from "./chatSettlement.ts"
 import { settleStream } from "./streamSettlement.ts"
 import { StreamRelay } from "./streamRelay.ts"
 
@@ -107,7 +115,8 @@ export const ChatGatewayLive = Layer.effect(
             model: model.id,
             privacy: privacyPolicy.block(route.privacy.served, deployment),
             wantsUsage: call.request.stream_options?.include_usage === true,
-            keepsText: transcripts.keeps(route.privacy.served)
+            keepsText: transcripts.keeps(route.privacy.served),
+            told: toldUsage(estimatedUsage(billing, call, model), model)
           })
           return {
             receiptId: hold.id,

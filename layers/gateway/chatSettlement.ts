@@ -9,12 +9,14 @@ import type { AdmittedChat } from "../../services/Admission.ts"
 import type { Billing, Hold } from "../../services/Billing.ts"
 import type { CallRecorder } from "../../services/CallRecorder.ts"
 import { requestedMaxTokens, type Usage } from "../../services/Chat.ts"
+import type { Model } from "../../services/Catalogue.ts"
 import type { Attempt, Receipt } from "../../services/Ledger.ts"
 import type { Pricing, TokenUsage } from "../../services/Pricing.ts"
 import type { UpstreamCompletion } from "../../services/Providers.ts"
 import type { Route } from "../../services/RoutePlanner.ts"
 import type { TranscriptCompletion, Transcripts } from "../../services/Transcripts.ts"
 import type { Answered, AttemptLog } from "../../services/Upstream.ts"
+import { billableUsage } from "../billing/usageCheck.ts"
 
 const ENDPOINT = "/v1/chat/completions"
 
@@ -22,6 +24,20 @@ export const fromUsage = (usage: Usage): TokenUsage => ({
   inputTokens: usage.prompt_tokens,
   outputTokens: usage.completion_tokens
 })
+
+/** The usage a call was held for on `model` (counted input, reserved output): billed when a reported one cannot be right. */
+export const estimatedUsage = (billing: Billing["Type"], admitted: AdmittedChat, model: Model): TokenUsage => {
+  const estimate = billing.estimate(model, admitted.inputTokens, requestedMaxTokens(admitted.request))
+  return { inputTokens: estimate.inputTokens, outputTokens: estimate.outputTokens }
+}
+
+/** The usage to tell a streaming caller: the upstream's, or what will be billed when that cannot be right. */
+export const toldUsage = (estimated: TokenUsage, model: Model) => (reported: Usage): Usage => {
+  const { invalid, usage } = billableUsage(fromUsage(reported), estimated, model.context, model.id)
+  return invalid === undefined
+    ? reported
+    : { prompt_tokens: usage.inputTokens, completion_tokens: usage.outputTokens, total_tokens: usage.inputTokens + usage.outputTokens }
+}
 
 /** The usage to answer with: the upstream's, unless billing set it aside as impossible (then what was billed). */
 export const billedUsage = (reported: Usage, receipt: Receipt): Usage =>
@@ -76,13 +92,12 @@ export const settleChat = (
   const { admitted, hold, route } = call
   const { deployment, model } = answered.target
   const verdict = route.privacy.verdictOf(deployment.id)
-  const estimate = services.billing.estimate(model, admitted.inputTokens, requestedMaxTokens(admitted.request))
   return services.billing.settle(hold, {
     endpoint: ENDPOINT,
     model,
     deployment,
     usage: served.usage,
-    estimated: { inputTokens: estimate.inputTokens, outputTokens: estimate.outputTokens },
+    estimated: estimatedUsage(services.billing, admitted, model),
     attempts: served.attempts.map(asAttempt),
     privacyClass: route.privacy.served,
     events: services.recorder.receiptEvents(route, served.attempts),
