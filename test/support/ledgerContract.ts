@@ -190,7 +190,7 @@ export const ledgerContract = (implementation: MoneyLayers) =>
         expect(yield* balances(account.id)).toEqual({ balance: "0.900000000", reserved: "0.000000000" })
       }))
 
-    it.effect("an expired lease is swept once; the late settlement holds what is available again and charges it", () =>
+    it.effect("an expired lease is swept once; the late settlement holds what is available again and charges in full", () =>
       Effect.gen(function*() {
         const ledger = yield* Ledger
         const account = yield* openAccount("1")
@@ -204,9 +204,15 @@ export const ledgerContract = (implementation: MoneyLayers) =>
           { type: "payment.released", requestId: "req_f", receiptId: reservation.id, data: { amount_usd: "0.400000000", reason: "lease_expired" } }
         ])
 
+        // Meanwhile another call holds most of the balance: the late one holds what is left and is charged in full.
+        const other = yield* ledger.reserve({ accountId: account.id, requestId: "req_f2", amount: usd("0.9") })
         const receipt = yield* ledger.settle(reservation, billFor("0.3"))
         expect(receipt.cost.total).toBe(usd("0.3"))
-        expect(yield* balances(account.id)).toEqual({ balance: "0.700000000", reserved: "0.000000000" })
+        expect(yield* balances(account.id)).toEqual({ balance: "0.700000000", reserved: "0.900000000" })
+        expect((yield* eventsOf(account.id, "payment.overage")).map((event) => event.data)).toEqual([
+          { held_usd: "0.100000000", charged_usd: "0.300000000", overage_usd: "0.200000000" }
+        ])
+        yield* ledger.release(other)
       }))
 
     it.effect("Accounts: a credit is idempotent by reference, and a reused reference with another amount conflicts", () =>
