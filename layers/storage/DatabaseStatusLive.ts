@@ -37,7 +37,8 @@ export const makeDatabaseStatus = (probe: Effect.Effect<unknown, unknown>, setti
         up = false
         return Effect.zipRight(
           Effect.logWarning(`database unreachable: ${outageReason(cause)}`),
-          Effect.forkIn(probing, scope)
+          // Interruptible whatever region met the outage (a settlement is uninterruptible), so the app can stop.
+          Effect.forkIn(Effect.interruptible(probing), scope)
         )
       })
     return DatabaseStatus.of({
