@@ -7,7 +7,7 @@
  * back"), never once per request, and a request that met an outage before its
  * upstream call is answered 503 `service_unavailable` with `Retry-After`.
  */
-import { Cause, Context, type Effect } from "effect"
+import { Cause, Context, Effect } from "effect"
 import type { ServiceUnavailable } from "./ApiError.ts"
 
 export class DatabaseStatus extends Context.Tag("svc/DatabaseStatus")<DatabaseStatus, {
@@ -38,7 +38,7 @@ const OUTAGE_ERRNOS = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE
 
 /** Messages of the `pg` driver and pool for a lost, refused or timed-out connection. */
 const OUTAGE_MESSAGE =
-  /Connection terminated|connection error|timeout exceeded when trying to connect|Query read timeout|Connection timed out|not queryable|Could not connect to the database/i
+  /Connection terminated|connection error|timeout exceeded when trying to connect|Query read timeout|Connection timed out|not queryable/i
 
 const isOutageError = (error: unknown, depth = 0): boolean => {
   if (error === null || typeof error !== "object" || depth > 6) return false
@@ -69,3 +69,10 @@ export const outageReason = (cause: Cause.Cause<unknown>): string => {
     : error instanceof Error ? error.message : String(error)
   return text.split("\n")[0]!.slice(0, 200)
 }
+
+/**
+ * A handler for background work that may fail: an outage says nothing (the status logs it once),
+ * anything else is a warning with its cause.
+ */
+export const warnUnlessOutage = (message: string) => (cause: Cause.Cause<unknown>): Effect.Effect<void> =>
+  isDatabaseOutage(cause) ? Effect.void : Effect.logWarning(message, cause)
