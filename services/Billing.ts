@@ -3,7 +3,9 @@
  * actual usage (charge, ledger entry and receipt in one transaction) or
  * release it. A hold ends exactly once: settled, released, or, if its process
  * dies, expired by the reservation sweeper. A hold taken in a scope is
- * released when the scope closes unless it was settled first.
+ * released when the scope closes unless it was settled first. A settlement the
+ * ledger cannot write (its database is unreachable) is kept in the
+ * `SettlementJournal` and written later: the call still gets its answer.
  */
 import { Context, type Effect, type Scope } from "effect"
 import type { InsufficientFunds } from "./ApiError.ts"
@@ -39,6 +41,20 @@ export interface ServedCall {
   readonly attestationVerdicts?: ReadonlyArray<string>
 }
 
+/**
+ * A settlement kept in the journal, not yet in the ledger: its amounts are what the ledger will
+ * charge (what the call cost); the balance after it is not known until it is written.
+ */
+export interface PendingReceipt extends Omit<Receipt, "balanceAfter" | "settledAt"> {
+  readonly pending: true
+}
+
+/** What settling a hold answers: its receipt, or the settlement kept for later. */
+export type Settlement = Receipt | PendingReceipt
+
+/** Whether a settlement is still only in the journal. */
+export const isPending = (settlement: Settlement): settlement is PendingReceipt => "pending" in settlement
+
 export class Billing extends Context.Tag("svc/Billing")<Billing, {
   /**
    * The estimate for a call: `inputTokens` plus the requested output (else the default allowance,
@@ -54,11 +70,12 @@ export class Billing extends Context.Tag("svc/Billing")<Billing, {
     use: (hold: Hold) => Effect.Effect<A, E, R>
   ) => Effect.Effect<A, E | InsufficientFunds, R>
   /**
-   * Settles the hold: the receipt of the call, charging what it cost (even above the hold). A usage
-   * the upstream reported that is not a sane token count is billed as `estimated` instead, with a
+   * Settles the hold: the receipt of the call, charging what it cost (even above the hold), or,
+   * when the ledger cannot be written now, the settlement kept in the journal. A usage the
+   * upstream reported that is not a sane token count is billed as `estimated` instead, with a
    * `provider.usage_invalid` event. A hold that already ended is a defect.
    */
-  readonly settle: (hold: Hold, call: ServedCall) => Effect.Effect<Receipt>
+  readonly settle: (hold: Hold, call: ServedCall) => Effect.Effect<Settlement>
   /** Releases the hold without charging (the call failed). A hold that already ended is left as it is. */
   readonly release: (hold: Hold) => Effect.Effect<void>
 }>() {}

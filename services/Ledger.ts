@@ -93,8 +93,11 @@ export class Ledger extends Context.Tag("svc/Ledger")<Ledger, {
   readonly settle: (reservation: Reservation, bill: Bill) => Effect.Effect<Receipt>
   /** Frees a reservation without charging (the call failed). Releasing twice is harmless. */
   readonly release: (reservation: Reservation) => Effect.Effect<void>
-  /** Releases reservations whose lease ran out (their process died); returns how many. */
-  readonly sweepExpired: Effect.Effect<number>
+  /**
+   * Releases reservations whose lease ran out (their process died), except those in `kept` (their
+   * settlement is kept in this process's journal); returns how many.
+   */
+  readonly sweepExpired: (kept?: ReadonlyArray<string>) => Effect.Effect<number>
   /** A receipt of the given account; another account's receipt is not found. */
   readonly receipt: (accountId: string, id: string) => Effect.Effect<Receipt, NotFound>
 }>() {}

@@ -7,6 +7,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Layer, Scope } from "effect"
 import { BillingLive } from "../layers/billing/BillingLive.ts"
+import { SettlementJournalMemory } from "../layers/billing/SettlementJournalMemory.ts"
 import { PricingLive } from "../layers/billing/PricingLive.ts"
 import { IdsLive } from "../layers/platform/IdsLive.ts"
 import { Billing, type ServedCall } from "../services/Billing.ts"
@@ -29,7 +30,10 @@ const served: ServedCall = {
 }
 
 const withBilling = <A, E>(ledger: ReturnType<typeof recordingLedger>, run: Effect.Effect<A, E, Billing>) =>
-  run.pipe(Effect.provide(BillingLive.pipe(Layer.provide(Layer.mergeAll(ledger.layer, IdsLive, PricingLive)))))
+  run.pipe(Effect.provide(BillingLive.pipe(
+    Layer.provide(SettlementJournalMemory),
+    Layer.provide(Layer.mergeAll(ledger.layer, IdsLive, PricingLive))
+  )))
 
 describe("billing stage", () => {
   it.effect("a settled hold is charged once and not released when its scope closes", () => {

@@ -14,6 +14,7 @@ import { BillingLive } from "../layers/billing/BillingLive.ts"
 import { LedgerMemory } from "../layers/billing/LedgerMemory.ts"
 import { MemoryBank, openAccount } from "../layers/billing/memoryBank.ts"
 import { PricingLive } from "../layers/billing/PricingLive.ts"
+import { SettlementJournalMemory } from "../layers/billing/SettlementJournalMemory.ts"
 import { CatalogueFixed } from "../layers/catalogue/CatalogueFixed.ts"
 import { CallRecorderLive } from "../layers/events/CallRecorderLive.ts"
 import { EventLogMemory, RecordedEvents } from "../layers/events/EventLogMemory.ts"
@@ -45,6 +46,7 @@ const pipeline = (script: ReadonlyArray<Scripted>) => {
   )
   return ChatGatewayLive.pipe(
     Layer.provide(stages),
+    Layer.provide(SettlementJournalMemory),
     Layer.provide(RouterModes),
     Layer.provideMerge(Layer.mergeAll(
       CatalogueFixed([{ model, deployments: [deployment] }]),

@@ -128,9 +128,11 @@ const make = Effect.gen(function*() {
         return held === undefined ? Effect.void : Effect.asVoid(free(held, "call_failed"))
       }),
 
-    sweepExpired: Effect.gen(function*() {
+    sweepExpired: (kept = []) => Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
-      const expired = [...bank.reservations.values()].filter((held) => held.status === "open" && held.expiresAt < now)
+      const expired = [...bank.reservations.values()].filter((held) =>
+        held.status === "open" && held.expiresAt < now && !kept.includes(held.id)
+      )
       const freed = yield* Effect.forEach(expired, (held) => free(held, "lease_expired"))
       return freed.filter(Boolean).length
     }),

@@ -16,6 +16,7 @@ import { Billing } from "../../services/Billing.ts"
 import { CallRecorder } from "../../services/CallRecorder.ts"
 import type { ChatRequest } from "../../services/Chat.ts"
 import { ChatGateway } from "../../services/ChatGateway.ts"
+import { isDatabaseOutage } from "../../services/DatabaseStatus.ts"
 import { Ids } from "../../services/Ids.ts"
 import { Pricing } from "../../services/Pricing.ts"
 import { PrivacyPolicy } from "../../services/PrivacyPolicy.ts"
@@ -122,7 +123,14 @@ export const ChatGatewayLive = Layer.effect(
             receiptId: hold.id,
             // However the stream ends, bill what was generated.
             chunks: relay.relay(answered.value, toApiError(deployment)).pipe(
-              Stream.ensuring(settleStream(streamServices, { admitted: call, route, hold }, answered, relay, firstChunkMs))
+              Stream.ensuring(
+                settleStream(streamServices, { admitted: call, route, hold }, answered, relay, firstChunkMs).pipe(
+                  // Not dropped silently: an outage is kept by the journal (or the lease frees an unbilled hold).
+                  Effect.catchAllCause((cause) =>
+                    isDatabaseOutage(cause) ? Effect.void : Effect.logError("stream settlement failed", cause)
+                  )
+                )
+              )
             )
           }
         })

@@ -6,11 +6,12 @@
  */
 import { Effect } from "effect"
 import type { AdmittedChat } from "../../services/Admission.ts"
-import type { Billing, Hold } from "../../services/Billing.ts"
+import { type Billing, type Hold, isPending, type Settlement } from "../../services/Billing.ts"
 import type { CallRecorder } from "../../services/CallRecorder.ts"
 import { requestedMaxTokens, type Usage } from "../../services/Chat.ts"
 import type { Model } from "../../services/Catalogue.ts"
-import type { Attempt, Receipt } from "../../services/Ledger.ts"
+import { isDatabaseOutage } from "../../services/DatabaseStatus.ts"
+import type { Attempt } from "../../services/Ledger.ts"
 import type { Pricing, TokenUsage } from "../../services/Pricing.ts"
 import type { UpstreamCompletion } from "../../services/Providers.ts"
 import type { Route } from "../../services/RoutePlanner.ts"
@@ -40,7 +41,7 @@ export const toldUsage = (estimated: TokenUsage, model: Model) => (reported: Usa
 }
 
 /** The usage to answer with: the upstream's, unless billing set it aside as impossible (then what was billed). */
-export const billedUsage = (reported: Usage, receipt: Receipt): Usage =>
+export const billedUsage = (reported: Usage, receipt: Settlement): Usage =>
   reported.prompt_tokens === receipt.usage.inputTokens && reported.completion_tokens === receipt.usage.outputTokens
     ? reported
     : {
@@ -78,7 +79,12 @@ const asAttempt = (log: AttemptLog): Attempt => ({
   ...(log.failure !== undefined ? { failure: log.failure } : {})
 })
 
-/** Settles a served call: bills it from the hold, then keeps its text when its class allows. */
+/**
+ * Settles a served call: bills it from the hold, then keeps its text when its class allows. The
+ * caller's answer does not depend on the text being kept: a call settled into the journal (the
+ * database away) keeps none, and a failure to keep it is logged, or, in an outage, left to the
+ * one line `DatabaseStatus` writes.
+ */
 export const settleChat = (
   services: {
     readonly billing: Billing["Type"]
@@ -88,7 +94,7 @@ export const settleChat = (
   call: { readonly admitted: AdmittedChat; readonly route: Route; readonly hold: Hold },
   answered: Answered<unknown>,
   served: { readonly usage: TokenUsage; readonly attempts: ReadonlyArray<AttemptLog>; readonly completion: TranscriptCompletion }
-): Effect.Effect<Receipt> => {
+): Effect.Effect<Settlement> => {
   const { admitted, hold, route } = call
   const { deployment, model } = answered.target
   const verdict = route.privacy.verdictOf(deployment.id)
@@ -104,13 +110,17 @@ export const settleChat = (
     ...(verdict !== undefined ? { attestationVerdicts: [verdict] } : {})
   }).pipe(
     Effect.tap((receipt) =>
-      services.transcripts.keep({
+      isPending(receipt) ? Effect.void : services.transcripts.keep({
         receiptId: receipt.id,
         accountId: receipt.accountId,
         servedClass: route.privacy.served,
         messages: admitted.request.messages,
         completion: served.completion
-      })
+      }).pipe(
+        Effect.catchAllCause((cause) =>
+          isDatabaseOutage(cause) ? Effect.void : Effect.logError("transcript not kept", cause)
+        )
+      )
     )
   )
 }

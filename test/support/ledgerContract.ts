@@ -195,10 +195,10 @@ export const ledgerContract = (implementation: MoneyLayers) =>
         const ledger = yield* Ledger
         const account = yield* openAccount("1")
         const reservation = yield* ledger.reserve({ accountId: account.id, requestId: "req_f", amount: usd("0.4") })
-        expect(yield* ledger.sweepExpired).toBe(0)
+        expect(yield* ledger.sweepExpired()).toBe(0)
         yield* implementation.passLease
-        expect(yield* ledger.sweepExpired).toBe(1)
-        expect(yield* ledger.sweepExpired).toBe(0)
+        expect(yield* ledger.sweepExpired()).toBe(1)
+        expect(yield* ledger.sweepExpired()).toBe(0)
         expect(yield* balances(account.id)).toEqual({ balance: "1.000000000", reserved: "0.000000000" })
         expect(yield* eventsOf(account.id, "payment.released")).toEqual([
           { type: "payment.released", requestId: "req_f", receiptId: reservation.id, data: { amount_usd: "0.400000000", reason: "lease_expired" } }
