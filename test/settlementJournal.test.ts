@@ -135,7 +135,7 @@ layer(memoryMoney.layer)("settlement journal over the in-memory ledger", (it) =>
       const left = yield* Effect.scoped(Effect.gen(function*() {
         const { files, journal } = yield* openJournal(dir, ledger)
         yield* journal.keep({ reservation: first, bill: billFor("0.1") })
-        // Usage above the hold: charged what was held (the clamp rule), as the ledger would.
+        // Usage above the hold: charged what it cost (an overage), as the ledger would.
         yield* journal.keep({ reservation: second, bill: billFor("0.4") })
         return files.path
       }))
@@ -146,7 +146,7 @@ layer(memoryMoney.layer)("settlement journal over the in-memory ledger", (it) =>
       const { journal } = yield* openJournal(dir, ledger)
       expect(yield* journal.replay).toEqual({ settled: 2, pending: 0 })
       expect(state.settles).toBe(2)
-      expect(yield* balanceOf(account.id)).toMatchObject({ balance: usd(1) - usd(0.1) - usd(0.25), reserved: 0n })
+      expect(yield* balanceOf(account.id)).toMatchObject({ balance: usd(1) - usd(0.1) - usd(0.4), reserved: 0n })
       expect(linesIn(dir)).toEqual([])
       rmSync(dir, { recursive: true, force: true })
     }))
