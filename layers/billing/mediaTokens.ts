@@ -25,7 +25,7 @@ export const base64Bytes = (data: string): number => {
   let padding = 0
   while (padding < 2 && chars > 0 && data.charCodeAt(data.length - 1 - padding) === 61) padding++
   chars -= padding
-  return Math.ceil((chars * 3) / 4)
+  return Math.floor((chars * 3) / 4)
 }
 
 /** A PCM WAV header's byte rate (sample rate × channels × bytes per sample), when the data starts with one. */
