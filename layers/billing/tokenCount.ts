@@ -55,6 +55,8 @@ const inSlices = (piece: string, maxPiece: number): number => {
 }
 
 const WHITESPACE_ONLY = /^\s+$/u
+/** The tokenizer's own pre-token split; one instance, reset before each (synchronous) use. */
+const SPLIT = new RegExp(O200K_TOKEN_SPLIT_REGEX.source, "gu")
 
 /**
  * The count of one text, exact except that a pre-token longer than `maxPiece`
@@ -68,7 +70,8 @@ const WHITESPACE_ONLY = /^\s+$/u
  */
 export const slicedCount = (text: string, maxPiece = MAX_PIECE): number => {
   if (text.length === 0) return 0
-  const split = new RegExp(O200K_TOKEN_SPLIT_REGEX.source, "gu")
+  const split = SPLIT
+  split.lastIndex = 0
   let tokens = 0
   let runStart = 0
   /** Where the whitespace pre-tokens that end the current run start. */
