@@ -28,7 +28,7 @@ export const AdmissionLive = Layer.effect(
       embeddings: (request, principal) =>
         Effect.sync(() => {
           const inputs = inputsOf(request)
-          return { principal, request, inputs, inputTokens: inputs.map(pricing.countText) }
+          return { principal, request, inputs, inputTokens: inputs.map(pricing.counter()) }
         })
     })
   })
