@@ -10,6 +10,7 @@ import type { ChildProcess } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { children, median, nextMessage, spawnChild } from "./children.ts"
 import type { Job, Result } from "./load.ts"
+import { measureRefusal } from "./refusal.ts"
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
@@ -40,7 +41,7 @@ const spawn = (file: string, args: Array<string> = [], execArgv: Array<string> =
 
 const startServer = async (args: Array<string>, execArgv: Array<string> = []) => {
   const child = spawn("./servers.ts", args, execArgv)
-  return { child, ...await nextMessage<{ url: string; key?: string }>(child, "ready") }
+  return { child, ...await nextMessage<{ url: string; key?: string; brokeKey?: string }>(child, "ready") }
 }
 
 const main = async () => {
@@ -67,6 +68,8 @@ const main = async () => {
       if (response.status !== 200 || !whole) throw new Error(`${name} ${mode}: ${response.status} ${text.slice(0, 300)}`)
     }
   }
+
+  const refusal = await measureRefusal(gateway, bodies.json)
 
   const loader = spawn("./load.ts")
   await nextMessage(loader, "ready")
@@ -142,6 +145,8 @@ const main = async () => {
       }. Upstream connections opened while measured (keep-alive check): bare ${opened("bare")}, gateway ${
         opened("gateway")
       }. Run took ${((Date.now() - began) / 1000).toFixed(0)} s.`,
+    "",
+    refusal,
     "",
     "Reproduce: `timeout 300 npm run bench` (env: BENCH_SECONDS, BENCH_ROUNDS, BENCH_CPU_PROF=<dir>)."
   )

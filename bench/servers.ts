@@ -16,6 +16,7 @@ import { Pool } from "undici"
 import { freshDatabase } from "../test/support/database.ts"
 import { startFakeOpenAi } from "../test/support/fakeOpenAiUpstream.ts"
 import { startGateway } from "../test/support/gateway.ts"
+import { VAST_MODEL } from "./refusal.ts"
 
 const BENCH_MODEL = "svc/bench"
 
@@ -66,19 +67,31 @@ const startBenchGateway = async (upstreamBaseUrl: string) => {
         pricing: { input: "0.50", output: "1.50" },
         modalities: ["text"],
         capabilities: ["chat", "streaming"]
+      }, {
+        // A context large enough that a 5 MB prompt reaches the balance check (bench/refusal.ts).
+        id: VAST_MODEL,
+        context: 50_000_000,
+        pricing: { input: "0.50", output: "1.50" },
+        modalities: ["text"],
+        capabilities: ["chat"]
       }],
       providers: [{
         id: "bench-upstream",
         plugin: "openai-compatible",
         baseUrl: upstreamBaseUrl,
-        deployments: [{ model: BENCH_MODEL, upstreamModel: "bench-large", cost: { input: "0.40", output: "1.20" } }]
+        deployments: [
+          { model: BENCH_MODEL, upstreamModel: "bench-large", cost: { input: "0.40", output: "1.20" } },
+          { model: VAST_MODEL, upstreamModel: "bench-vast", cost: { input: "0.40", output: "1.20" } }
+        ]
       }]
     }
   })
   const { key } = await gateway.account({ credit: "1000000" })
+  const { key: brokeKey } = await gateway.account({ credit: "0" })
   return {
     url: gateway.url,
     key,
+    brokeKey,
     close: async () => {
       await gateway.close()
       await database.drop()
@@ -108,7 +121,7 @@ const main = async () => {
     if (message === "stats") process.send!({ stats: { cpuMicros: user + system, connections: connections() } })
   })
   process.on("disconnect", stop)
-  process.send!({ ready: { url: server.url, key: server.key } })
+  process.send!({ ready: { url: server.url, key: server.key, brokeKey: "brokeKey" in server ? server.brokeKey : undefined } })
 }
 
 if (process.send !== undefined) {

@@ -1,7 +1,8 @@
 /**
  * The gateway's services, assembled: storage (migrated before anything
  * uses it), accounts and keys, the plugins and the catalogue they serve,
- * deployment health, and the chat and embeddings paths. Needs only the `AppConfig`.
+ * deployment health, and the chat and embeddings paths; the database's status
+ * and the settlement journal. Needs only the `AppConfig`.
  */
 import { Layer } from "effect"
 import type { Ledger } from "../services/Ledger.ts"
@@ -13,6 +14,7 @@ import { AttestationLive } from "./privacy/AttestationLive.ts"
 import { AttestationVerifiersLive } from "./privacy/AttestationVerifiersLive.ts"
 import { CatalogueLive } from "./catalogue/CatalogueLive.ts"
 import { DatabaseLive } from "./storage/Database.ts"
+import { DatabaseStatusLive } from "./storage/DatabaseStatusLive.ts"
 import { Gateways } from "./gateway/Gateways.ts"
 import { EventLogPg } from "./events/EventLogPg.ts"
 import { HealthPg } from "./health/HealthPg.ts"
@@ -25,6 +27,7 @@ import { PricingLive } from "./billing/PricingLive.ts"
 import { ProviderRegistryLive } from "./catalogue/ProviderRegistryLive.ts"
 import { ReservationSweeper } from "./billing/ReservationSweeper.ts"
 import { RateLimits } from "./admission/RateLimitStoreLive.ts"
+import { SettlementJournalFile } from "./billing/SettlementJournalFile.ts"
 import { RouterModesLive } from "./routing/RouterModesLive.ts"
 import { SealedPromptsPg } from "./privacy/SealedPromptsPg.ts"
 import { TranscriptsPg } from "./privacy/TranscriptsPg.ts"
@@ -52,10 +55,13 @@ export const ConfigChecks = Layer.mergeAll(Catalogue, RouterModesLive)
 /** The services with a given ledger: the real one in `Core`, a no-op one in the billing benchmark. */
 export const coreWith = <E, R>(ledger: Layer.Layer<Ledger, E, R>) => {
   const Money = ReservationSweeper.pipe(
+    // Settlements kept while the database was away: replayed at start, before the first sweep.
+    Layer.provideMerge(SettlementJournalFile),
     Layer.provideMerge(
       Layer.mergeAll(AccountsPg, ApiKeysPg, ledger, IdempotencyPg, SealedPromptsPg, TranscriptsPg, RateLimits)
     ),
     Layer.provideMerge(EventLogPg),
+    Layer.provideMerge(DatabaseStatusLive),
     Layer.provideMerge(Storage)
   )
   return Gateways.pipe(

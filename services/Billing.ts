@@ -3,7 +3,9 @@
  * actual usage (charge, ledger entry and receipt in one transaction) or
  * release it. A hold ends exactly once: settled, released, or, if its process
  * dies, expired by the reservation sweeper. A hold taken in a scope is
- * released when the scope closes unless it was settled first.
+ * released when the scope closes unless it was settled first. A settlement the
+ * ledger cannot write (its database is unreachable) is kept in the
+ * `SettlementJournal` and written later: the call still gets its answer.
  */
 import { Context, type Effect, type Scope } from "effect"
 import type { InsufficientFunds } from "./ApiError.ts"
@@ -26,12 +28,32 @@ export interface ServedCall {
   readonly endpoint: string
   readonly model: Model
   readonly deployment: Deployment
+  /** As the upstream reported it (or as we counted it when it reported none); checked before billing. */
   readonly usage: TokenUsage
+  /**
+   * The usage the hold was estimated for on this model (counted input, reserved output): billed
+   * instead of a reported usage that cannot be right (layers/billing/usageCheck.ts).
+   */
+  readonly estimated: TokenUsage
   readonly attempts: ReadonlyArray<Attempt>
   readonly privacyClass: PrivacyClass
   readonly events?: ReadonlyArray<CallEvent>
   readonly attestationVerdicts?: ReadonlyArray<string>
 }
+
+/**
+ * A settlement kept in the journal, not yet in the ledger: its amounts are what the ledger will
+ * charge (what the call cost); the balance after it is not known until it is written.
+ */
+export interface PendingReceipt extends Omit<Receipt, "balanceAfter" | "settledAt"> {
+  readonly pending: true
+}
+
+/** What settling a hold answers: its receipt, or the settlement kept for later. */
+export type Settlement = Receipt | PendingReceipt
+
+/** Whether a settlement is still only in the journal. */
+export const isPending = (settlement: Settlement): settlement is PendingReceipt => "pending" in settlement
 
 export class Billing extends Context.Tag("svc/Billing")<Billing, {
   /**
@@ -47,8 +69,13 @@ export class Billing extends Context.Tag("svc/Billing")<Billing, {
     amount: Nanos,
     use: (hold: Hold) => Effect.Effect<A, E, R>
   ) => Effect.Effect<A, E | InsufficientFunds, R>
-  /** Settles the hold: the receipt of the call. A hold that already ended is a defect. */
-  readonly settle: (hold: Hold, call: ServedCall) => Effect.Effect<Receipt>
+  /**
+   * Settles the hold: the receipt of the call, charging what it cost (even above the hold), or,
+   * when the ledger cannot be written now, the settlement kept in the journal. A usage the
+   * upstream reported that is not a sane token count is billed as `estimated` instead, with a
+   * `provider.usage_invalid` event. A hold that already ended is a defect.
+   */
+  readonly settle: (hold: Hold, call: ServedCall) => Effect.Effect<Settlement>
   /** Releases the hold without charging (the call failed). A hold that already ended is left as it is. */
   readonly release: (hold: Hold) => Effect.Effect<void>
 }>() {}

@@ -9,7 +9,7 @@ import type { AdmissionRefusal } from "./Admission.ts"
 import type { InsufficientFunds, RefusedByModel, UpstreamTimeout } from "./ApiError.ts"
 import type { Principal } from "./ApiKeys.ts"
 import type { ChatChunk, ChatCompletion, ChatRequest } from "./Chat.ts"
-import type { Receipt } from "./Ledger.ts"
+import type { Settlement } from "./Billing.ts"
 import type { PlanError } from "./RoutePlanner.ts"
 
 /** What a chat call can fail with. */
@@ -26,7 +26,7 @@ export class ChatGateway extends Context.Tag("svc/ChatGateway")<ChatGateway, {
   readonly complete: (
     request: ChatRequest,
     principal: Principal
-  ) => Effect.Effect<{ readonly completion: ChatCompletion; readonly receipt: Receipt }, ChatError>
+  ) => Effect.Effect<{ readonly completion: ChatCompletion; readonly receipt: Settlement }, ChatError>
   /**
    * Succeeds once an upstream has accepted the call, so refusals are still
    * HTTP errors; failures inside the stream come after the first byte.

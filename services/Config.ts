@@ -147,6 +147,35 @@ export type RetrySettings = typeof RetrySettings.Type
 
 const retryDefaults: RetrySettings = { maxAttempts: 4, backoffBaseMs: 100, backoffCapMs: 2000, maxRetryWaitMs: 2000 }
 
+/** The connection to PostgreSQL and what an outage costs (layers/storage/Database.ts, DatabaseStatusLive.ts). */
+export const DatabaseSettings = Schema.Struct({
+  /** Longest wait for a new connection; then the request is answered 503. */
+  connectTimeoutMs: Schema.optionalWith(PositiveInt, { default: () => 5000 }),
+  /** Longest a statement may run (the server's `statement_timeout`; the driver gives up 1 s later). */
+  statementTimeoutMs: Schema.optionalWith(PositiveInt, { default: () => 15_000 }),
+  /** An idle pooled connection is closed after this. */
+  idleTimeoutMs: Schema.optionalWith(PositiveInt, { default: () => 30_000 }),
+  /** Connections per gateway process. */
+  poolSize: Schema.optionalWith(PositiveInt, { default: () => 10 }),
+  /** How long a start waits for an unreachable database before giving up; 0 waits forever. */
+  startupWaitSeconds: Schema.optionalWith(Schema.Int.pipe(Schema.nonNegative()), { default: () => 300 }),
+  /** `Retry-After` of the 503 answered while the database cannot be reached. */
+  retryAfterSeconds: Schema.optionalWith(PositiveInt, { default: () => 5 }),
+  /** How often an unreachable database is asked again (and kept settlements retried). */
+  probeIntervalMs: Schema.optionalWith(PositiveInt, { default: () => 1000 })
+})
+export type DatabaseSettings = typeof DatabaseSettings.Type
+
+const databaseDefaults: DatabaseSettings = {
+  connectTimeoutMs: 5000,
+  statementTimeoutMs: 15_000,
+  idleTimeoutMs: 30_000,
+  poolSize: 10,
+  startupWaitSeconds: 300,
+  retryAfterSeconds: 5,
+  probeIntervalMs: 1000
+}
+
 /** A limit: a whole number from 1 to 2³¹−1. */
 const LimitValue = PositiveInt.pipe(Schema.lessThanOrEqualTo(2_147_483_647))
 
@@ -195,6 +224,7 @@ export const ConfigFile = Schema.Struct({
     }),
     { default: () => ({ standardRoute: false, retentionDays: 30 }) }
   ),
+  database: Schema.optionalWith(DatabaseSettings, { default: () => databaseDefaults }),
   limits: Schema.optionalWith(
     Schema.Struct({
       /** Largest accepted request body. */

@@ -8,7 +8,7 @@ import type { AdmissionRefusal } from "./Admission.ts"
 import type { InsufficientFunds, InvalidRequest, RefusedByModel, UpstreamError, UpstreamTimeout } from "./ApiError.ts"
 import type { Principal } from "./ApiKeys.ts"
 import type { EmbeddingsRequest, EmbeddingsResponse } from "./Embeddings.ts"
-import type { Receipt } from "./Ledger.ts"
+import type { Settlement } from "./Billing.ts"
 
 /** What an embeddings call can fail with. */
 export type EmbeddingsError =
@@ -20,5 +20,5 @@ export class EmbeddingsGateway extends Context.Tag("svc/EmbeddingsGateway")<Embe
   readonly embed: (
     request: EmbeddingsRequest,
     principal: Principal
-  ) => Effect.Effect<{ readonly response: EmbeddingsResponse; readonly receipt: Receipt }, EmbeddingsError>
+  ) => Effect.Effect<{ readonly response: EmbeddingsResponse; readonly receipt: Settlement }, EmbeddingsError>
 }>() {}

@@ -8,6 +8,7 @@
  */
 import { Context, Effect, Exit } from "effect"
 import type { Conflict } from "./ApiError.ts"
+import { isDatabaseOutage } from "./DatabaseStatus.ts"
 
 export interface StoredResponse {
   readonly status: number
@@ -32,6 +33,17 @@ export class Idempotency extends Context.Tag("svc/Idempotency")<Idempotency, {
   readonly forget: (key: IdempotencyKey) => Effect.Effect<void>
 }>() {}
 
+/**
+ * Keeps a finished call's response; a failure to keep it (the database away) does not take the
+ * answer from the caller, who was served and billed: the key then stays claimed until its lease.
+ */
+export const completeQuietly = (idempotency: Idempotency["Type"], key: IdempotencyKey, response: StoredResponse) =>
+  idempotency.complete(key, response).pipe(
+    Effect.catchAllCause((cause) =>
+      isDatabaseOutage(cause) ? Effect.void : Effect.logWarning("idempotency: response not kept", cause)
+    )
+  )
+
 /** Runs `run` once per key: a retry gets the kept response, with `replayed` set. */
 export const once = <E, R>(key: IdempotencyKey, run: Effect.Effect<StoredResponse, E, R>) =>
   Effect.flatMap(Idempotency, (idempotency) =>
@@ -40,7 +52,7 @@ export const once = <E, R>(key: IdempotencyKey, run: Effect.Effect<StoredRespons
         ? Effect.succeed({ response: stored, replayed: true })
         : run.pipe(
           Effect.onExit((exit) =>
-            Exit.isSuccess(exit) ? idempotency.complete(key, exit.value) : idempotency.forget(key)
+            Exit.isSuccess(exit) ? completeQuietly(idempotency, key, exit.value) : idempotency.forget(key)
           ),
           Effect.map((response) => ({ response, replayed: false }))
         )))

@@ -4,8 +4,17 @@
  * reservations); after it, the reservation is settled at actual usage — the
  * charge, the ledger entry and the receipt in one transaction — or released.
  *
- * Rule for usage above the estimate: the charge is clamped to the amount
- * reserved, so a balance never goes below zero; the gateway absorbs the rest.
+ * Rule for usage above the estimate: the receipt charges what the call cost.
+ * The excess over what was held is recorded as a `payment.overage` event, and
+ * the balance may go below zero by that excess only (a reservation is never
+ * admitted unless the available balance covers it, so a negative balance
+ * admits nothing until it is credited). The sum of an account's receipts
+ * always equals the drop in its balance.
+ *
+ * A bill that cannot be written (token figures that are not non-negative
+ * integers below 2³¹, amounts out of range) is a defect of that settlement
+ * alone: other calls settled with it are unaffected. Billing checks an
+ * upstream's usage before it makes the bill (layers/billing/usageCheck.ts).
  */
 import { Context, type Effect } from "effect"
 import type { InsufficientFunds, NotFound } from "./ApiError.ts"
@@ -58,7 +67,7 @@ export interface Bill {
   readonly attestationVerdicts?: ReadonlyArray<string>
 }
 
-/** The settled record of one call: its bill as charged (after the clamp rule), without operator-only facts. */
+/** The settled record of one call: its bill as charged, without operator-only facts. */
 export interface Receipt extends Omit<Bill, "providerId" | "events"> {
   readonly id: string
   readonly accountId: string
@@ -77,20 +86,23 @@ export class Ledger extends Context.Tag("svc/Ledger")<Ledger, {
     readonly requestId: string
     readonly amount: Nanos
   }) => Effect.Effect<Reservation, InsufficientFunds>
-  /** Charges the call, writes its ledger entry and receipt, and frees the rest of the reservation. */
+  /**
+   * Charges the call its bill (above the reservation too: an overage), writes its ledger entry
+   * and receipt, and frees the rest of the reservation. A bill that cannot be written is a defect.
+   */
   readonly settle: (reservation: Reservation, bill: Bill) => Effect.Effect<Receipt>
   /** Frees a reservation without charging (the call failed). Releasing twice is harmless. */
   readonly release: (reservation: Reservation) => Effect.Effect<void>
-  /** Releases reservations whose lease ran out (their process died); returns how many. */
-  readonly sweepExpired: Effect.Effect<number>
+  /**
+   * Releases reservations whose lease ran out (their process died), except those in `kept` (their
+   * settlement is kept in this process's journal); returns how many.
+   */
+  readonly sweepExpired: (kept?: ReadonlyArray<string>) => Effect.Effect<number>
   /** A receipt of the given account; another account's receipt is not found. */
   readonly receipt: (accountId: string, id: string) => Effect.Effect<Receipt, NotFound>
 }>() {}
 
-/**
- * The receipt of a settled call: its bill as charged. A charge below the bill (the clamp rule)
- * comes out of the margin.
- */
+/** The receipt of a settled call: its bill as charged (`total`); the margin is what is left of it after the upstream cost. */
 export const receiptOf = (
   reservation: Reservation,
   bill: Bill,

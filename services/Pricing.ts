@@ -34,10 +34,16 @@ export class Pricing extends Context.Tag("svc/Pricing")<Pricing, {
   readonly amount: (price: TokenPrice, usage: TokenUsage) => Nanos
   /** Customer price, upstream cost and margin of a usage served by a deployment. */
   readonly cost: (model: Model, deployment: Deployment, usage: TokenUsage) => Cost
-  /** Tokens of a request's input (messages, tools, response format), counted with a real tokenizer. */
+  /**
+   * An upper bound of a request's input tokens (messages and every content
+   * part, tools, response format): text counted with a real tokenizer in
+   * linear time, media by their size (README, "What a call reserves").
+   */
   readonly countInput: (request: ChatRequest) => number
-  /** Tokens of generated text (content, tool-call names and arguments). */
+  /** Tokens of one text, e.g. generated text (content, tool-call names and arguments). */
   readonly countText: (text: string) => number
+  /** A text counter for one request's many texts: they share one budget of exact counting. */
+  readonly counter: () => (text: string) => number
   /**
    * The reservation for a call: counted input plus the requested output
    * (`max_completion_tokens` / `max_tokens`, else the default allowance, never

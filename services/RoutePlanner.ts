@@ -24,6 +24,8 @@ import type { Dropped } from "./Router.ts"
 export interface Target {
   readonly model: Model
   readonly deployment: Deployment
+  /** Output tokens the hold reserved for this model: sent upstream as the output limit. */
+  readonly outputTokens: number
 }
 
 export interface Route {

@@ -1,6 +1,7 @@
 /**
  * `npm start`: reads the config, migrates the database and serves until
- * stopped. A bad config exits non-zero with one line naming the field.
+ * stopped. A bad config exits non-zero with one line naming the field; an
+ * unreachable database is waited for, one line per retry (Database.ts).
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Layer } from "effect"
@@ -22,7 +23,8 @@ const stop = (error: Parameters<typeof startFailureLine>[0]) =>
 Layer.launch(App).pipe(
   Effect.catchTags({
     ConfigInvalid: stop,
-    DataDirInUse: stop
+    DataDirInUse: stop,
+    DatabaseNotReady: stop
   }),
   NodeRuntime.runMain
 )

@@ -7,6 +7,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Layer, Scope } from "effect"
 import { BillingLive } from "../layers/billing/BillingLive.ts"
+import { SettlementJournalMemory } from "../layers/billing/SettlementJournalMemory.ts"
 import { PricingLive } from "../layers/billing/PricingLive.ts"
 import { IdsLive } from "../layers/platform/IdsLive.ts"
 import { Billing, type ServedCall } from "../services/Billing.ts"
@@ -23,12 +24,16 @@ const served: ServedCall = {
   model,
   deployment,
   usage: { inputTokens: 1000, outputTokens: 500 },
+  estimated: { inputTokens: 1000, outputTokens: 800 },
   attempts: [{ model: model.id, outcome: "ok", latencyMs: 5 }],
   privacyClass: "standard_route"
 }
 
 const withBilling = <A, E>(ledger: ReturnType<typeof recordingLedger>, run: Effect.Effect<A, E, Billing>) =>
-  run.pipe(Effect.provide(BillingLive.pipe(Layer.provide(Layer.mergeAll(ledger.layer, IdsLive, PricingLive)))))
+  run.pipe(Effect.provide(BillingLive.pipe(
+    Layer.provide(SettlementJournalMemory),
+    Layer.provide(Layer.mergeAll(ledger.layer, IdsLive, PricingLive))
+  )))
 
 describe("billing stage", () => {
   it.effect("a settled hold is charged once and not released when its scope closes", () => {
@@ -44,6 +49,39 @@ describe("billing stage", () => {
         // (1000 × $3 + 500 × $6) per million tokens = $0.006 to the customer; (1000 × $1 + 500 × $2) upstream.
         expect(receipt.cost).toEqual({ total: 6_000_000n, upstream: 2_000_000n, margin: 4_000_000n })
         expect(ledger.bills[0]).toMatchObject({ providerId: "p", tier: "third_party", events: [] })
+      })
+    )
+  })
+
+  it.effect("a usage that cannot be right is billed as the estimate held, with the event; one above the hold in full", () => {
+    const ledger = recordingLedger()
+    return withBilling(
+      ledger,
+      Effect.gen(function*() {
+        const billing = yield* Billing
+        const settle = (usage: ServedCall["usage"]) =>
+          billing.withHold(principal, usd(0.01), (hold) => billing.settle(hold, { ...served, usage }))
+        const odd = yield* settle({ inputTokens: 1000, outputTokens: -3 })
+        // The estimate held: 1000 in, 800 out = (1000 × $3 + 800 × $6) / 1e6.
+        expect(odd.usage).toEqual({ inputTokens: 1000, outputTokens: 800 })
+        expect(odd.cost.total).toBe(7_800_000n)
+        expect(ledger.bills[0]!.events).toEqual([{
+          type: "provider.usage_invalid",
+          data: {
+            model: "svc/m",
+            problem: "output tokens are negative",
+            reported_input_tokens: "1000",
+            reported_output_tokens: "-3",
+            billed_input_tokens: 1000,
+            billed_output_tokens: 800
+          }
+        }])
+        // Above the estimate but a sane count: billed as reported, in full.
+        const over = yield* settle({ inputTokens: 1000, outputTokens: 5000 })
+        expect(over.usage).toEqual({ inputTokens: 1000, outputTokens: 5000 })
+        expect(over.cost.total).toBe(33_000_000n)
+        expect(ledger.bills[1]!.events).toEqual([])
+        expect(ledger.log).toEqual(["reserve rcpt_1", "settle rcpt_1", "reserve rcpt_2", "settle rcpt_2"])
       })
     )
   })

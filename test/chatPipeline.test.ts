@@ -10,6 +10,7 @@ import { Chunk, Effect, Layer, Stream } from "effect"
 import { AdmissionLive } from "../layers/admission/AdmissionLive.ts"
 import { RateLimitsMemory } from "../layers/admission/RateLimitStoreLive.ts"
 import { BillingLive } from "../layers/billing/BillingLive.ts"
+import { SettlementJournalMemory } from "../layers/billing/SettlementJournalMemory.ts"
 import { PricingLive } from "../layers/billing/PricingLive.ts"
 import { CatalogueFixed } from "../layers/catalogue/CatalogueFixed.ts"
 import { CallRecorderLive } from "../layers/events/CallRecorderLive.ts"
@@ -64,6 +65,7 @@ const pipeline = (primary: ReadonlyArray<Scripted>, backup: ReadonlyArray<Script
   )
   const layer = ChatGatewayLive.pipe(
     Layer.provide(stages),
+    Layer.provide(SettlementJournalMemory),
     Layer.provide(RouterModes),
     Layer.provide(Layer.mergeAll(
       CatalogueFixed([{ model, deployments }]),

@@ -10,6 +10,7 @@ import { Effect, Layer } from "effect"
 import { ConfigChecks } from "../layers/Core.ts"
 import { RateLimitsMemory } from "../layers/admission/RateLimitStoreLive.ts"
 import { LedgerMemory } from "../layers/billing/LedgerMemory.ts"
+import { SettlementJournalMemory } from "../layers/billing/SettlementJournalMemory.ts"
 import { openAccount } from "../layers/billing/memoryBank.ts"
 import { PricingLive } from "../layers/billing/PricingLive.ts"
 import { EventLogMemory, RecordedEvents } from "../layers/events/EventLogMemory.ts"
@@ -24,7 +25,10 @@ import { Ledger } from "../services/Ledger.ts"
 import { testConfig } from "./support/testConfig.ts"
 
 const Pipeline = Gateways.pipe(
-  Layer.provideMerge(Layer.mergeAll(LedgerMemory, HealthMemory, TranscriptsMemory, SealedPromptsTest(), AttestationTest({}), RateLimitsMemory)),
+  Layer.provideMerge(SettlementJournalMemory),
+  Layer.provideMerge(
+    Layer.mergeAll(LedgerMemory, HealthMemory, TranscriptsMemory, SealedPromptsTest(), AttestationTest({}), RateLimitsMemory)
+  ),
   Layer.provideMerge(EventLogMemory),
   // The real catalogue (sandbox provider) and router modes, as the app builds them at start.
   Layer.provideMerge(ConfigChecks),
@@ -45,7 +49,7 @@ layer(Pipeline)("chat pipeline on the Test layers", (it) => {
       )
       expect(completion.model).toBe("svc/pro")
       expect(receipt).toMatchObject({ id: "rcpt_1", accountId: "acct_pipe", model: "svc/pro" })
-      expect(receipt.balanceAfter).toBe(1_000_000_000n - receipt.cost.total)
+      expect("balanceAfter" in receipt && receipt.balanceAfter).toBe(1_000_000_000n - receipt.cost.total)
       expect(yield* Effect.flatMap(Ledger, (ledger) => ledger.receipt("acct_pipe", "rcpt_1"))).toEqual(receipt)
       const types = (yield* Effect.flatMap(RecordedEvents, (events) => events.all)).map((event) => event.type)
       expect(types).toEqual(expect.arrayContaining(["payment.reserved", "payment.settled", "receipt.created"]))

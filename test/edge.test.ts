@@ -1,7 +1,9 @@
 /** The edge's mapping of failures that are not ours into the caller's errors; defects never leak. */
 import { Cause, Effect, Logger, LogLevel } from "effect"
 import { describe, expect, it } from "vitest"
-import { codeOf, InternalError, NotFound, PayloadTooLarge, UpstreamError } from "../services/ApiError.ts"
+import { SqlError } from "@effect/sql/SqlError"
+import { makeDatabaseStatus } from "../layers/storage/DatabaseStatusLive.ts"
+import { codeOf, InternalError, NotFound, PayloadTooLarge, ServiceUnavailable, UpstreamError } from "../services/ApiError.ts"
 import { toApiError } from "../src/http/Edge.ts"
 
 const map = (cause: Cause.Cause<unknown>) =>
@@ -31,5 +33,21 @@ describe("edge error mapping", () => {
     const request = { method: "POST", url: "/v1/chat/completions" } as any
     const error = await map(Cause.die(new RequestError({ request, reason: "Decode", cause: new Error("maxBytes exceeded") })))
     expect(error).toBeInstanceOf(PayloadTooLarge)
+  })
+
+  it("maps a database outage to 503 with Retry-After (one of ours still wins); another SQL fault stays a 500", async () => {
+    const sqlFault = (code: string) => new SqlError({ message: "Failed", cause: Object.assign(new Error(code), { code }) })
+    const mapped = (cause: Cause.Cause<unknown>) =>
+      Effect.runPromise(Effect.scoped(Effect.flatMap(
+        makeDatabaseStatus(Effect.never, { probeIntervalMs: 60_000, retryAfterSeconds: 4 }),
+        (database) => toApiError(1024, database)(cause)
+      )).pipe(Logger.withMinimumLogLevel(LogLevel.None)))
+    const outage = await mapped(Cause.die(sqlFault("ECONNREFUSED")))
+    expect(outage).toBeInstanceOf(ServiceUnavailable)
+    expect(codeOf(outage)).toBe("service_unavailable")
+    expect((outage as ServiceUnavailable).retryAfterSeconds).toBe(4)
+    const upstream = new UpstreamError({ message: "x" })
+    expect(await mapped(Cause.sequential(Cause.fail(upstream), Cause.die(sqlFault("57P01"))))).toBe(upstream)
+    expect(await mapped(Cause.die(sqlFault("23505")))).toBeInstanceOf(InternalError)
   })
 })

@@ -8,7 +8,7 @@ import type { Health, Outcome } from "../services/Health.ts"
 import { UpstreamFailure } from "../services/Providers.ts"
 
 const model = { id: "svc/m", tier: "third_party" } as Model
-const target = (id: string): Target => ({ model, deployment: { id } as Deployment })
+const target = (id: string): Target => ({ model, deployment: { id } as Deployment, outputTokens: 100 })
 
 const policy: RetryPolicy = { maxAttempts: 4, backoffBaseMs: 100, backoffCapMs: 1000, maxRetryWaitMs: 2000 }
 

@@ -75,7 +75,7 @@ describe("ledger batches", () => {
       .map((result) => result._tag === "Right" ? result.right : undefined)
       .filter((reservation): reservation is Reservation => reservation !== undefined)
     expect(reservations).toHaveLength(4)
-    // One is charged above its reservation: the clamp rule caps it at 0.2.
+    // One is charged above its reservation: in full, the excess recorded as an overage.
     const totals = ["0.1", "0.15", "0.05", "0.5"]
     const receipts = await gateway.run(Effect.flatMap(Ledger, (ledger) =>
       Effect.all(
@@ -84,12 +84,19 @@ describe("ledger batches", () => {
       )
     ))
     expect(receipts.map((receipt) => formatUsd(receipt.cost.total))).toEqual(
-      ["0.100000000", "0.150000000", "0.050000000", "0.200000000"]
+      ["0.100000000", "0.150000000", "0.050000000", "0.500000000"]
     )
     expect(receipts.map((receipt) => formatUsd(receipt.balanceAfter))).toEqual(
-      ["0.900000000", "0.750000000", "0.700000000", "0.500000000"]
+      ["0.900000000", "0.750000000", "0.700000000", "0.200000000"]
     )
     for (const receipt of receipts) expect(receipt.cost.upstream + receipt.cost.margin).toBe(receipt.cost.total)
+    const overages = await gateway.query<{ receipt_id: string; data: unknown }>(
+      "SELECT receipt_id, data FROM events WHERE account_id = $1 AND type = 'payment.overage'",
+      [account.id]
+    )
+    expect(overages).toEqual([
+      { receipt_id: receipts[3]!.id, data: { held_usd: "0.200000000", charged_usd: "0.500000000", overage_usd: "0.300000000" } }
+    ])
     // What the service answered is what it stored.
     const stored = await gateway.run(Effect.flatMap(Ledger, (ledger) =>
       Effect.forEach(receipts, (receipt) => ledger.receipt(account.id, receipt.id))
@@ -97,6 +104,33 @@ describe("ledger batches", () => {
     expect(stored.map(({ balanceAfter, cost, id }) => ({ balanceAfter, cost, id }))).toEqual(
       receipts.map(({ balanceAfter, cost, id }) => ({ balanceAfter, cost, id }))
     )
+    expect(await moneyViolations(gateway.query)).toEqual([])
+  })
+
+  it("a settlement the database refuses fails alone: its batch is settled again one by one", async () => {
+    const account = await gateway.account({ credit: "1" })
+    const reservations = (await gateway.run(reserveAll(account.id, ["0.1", "0.1", "0.1", "0.1", "0.1"])))
+      .map((result) => result._tag === "Right" ? result.right : undefined)
+      .filter((reservation): reservation is Reservation => reservation !== undefined)
+    // Passes the ledger's own checks, but PostgreSQL refuses a NUL in text: the whole statement fails.
+    const poisoned = { ...billFor("0.01", "0.01"), model: "svc/pro\u0000" }
+    const exits = await gateway.run(Effect.flatMap(Ledger, (ledger) =>
+      Effect.all(
+        reservations.map((reservation, i) => Effect.exit(ledger.settle(reservation, i === 2 ? poisoned : billFor("0.05", "0.01")))),
+        { concurrency: "unbounded" }
+      )
+    ))
+    expect(exits.map((exit) => exit._tag)).toEqual(["Success", "Success", "Failure", "Success", "Success"])
+    const [row] = await gateway.query<{ balance: string; receipts: number; open: number }>(
+      `SELECT balance_usd::text AS balance,
+              (SELECT count(*)::int FROM receipts WHERE account_id = $1) AS receipts,
+              (SELECT count(*)::int FROM reservations WHERE account_id = $1 AND status = 'open') AS open
+       FROM accounts WHERE id = $1`,
+      [account.id]
+    )
+    expect(row).toEqual({ balance: "0.800000000", receipts: 4, open: 1 })
+    // The failed call's hold is still open (nothing was written for it); it is released as the sweeper would.
+    await gateway.run(Effect.flatMap(Ledger, (ledger) => ledger.release(reservations[2]!)))
     expect(await moneyViolations(gateway.query)).toEqual([])
   })
 

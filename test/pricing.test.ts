@@ -232,7 +232,11 @@ describe("token counting", () => {
         ]
       }]
     }
-    expect(count(withImage)).toBe(count(base) + 85)
+    // An image whose size cannot be read is reserved at the most OpenAI's high-detail rule gives.
+    expect(count(withImage)).toBe(count(base) + 1445)
+    const question = { type: "text" as const, text: "What is the weather in Paris?" }
+    const lowDetail = { type: "image_url" as const, image_url: { url: "https://example.com/cat.png", detail: "low" } }
+    expect(count({ ...base, messages: [{ role: "user", content: [question, lowDetail] }] })).toBe(count(base) + 85)
 
     const responseFormat: ChatRequest["response_format"] = { type: "json_object" }
     expect(count({ ...base, response_format: responseFormat })).toBe(

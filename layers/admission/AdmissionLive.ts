@@ -34,7 +34,7 @@ export const AdmissionLive = Layer.effect(
       embeddings: (request, principal) =>
         Effect.gen(function*() {
           const inputs = inputsOf(request)
-          const inputTokens = inputs.map(pricing.countText)
+          const inputTokens = inputs.map(pricing.counter())
           const rateLimit = yield* limiter.admit(principal, inputTokens.reduce((sum, n) => sum + n, 0))
           return { principal, request, inputs, inputTokens, rateLimit }
         })

@@ -2,14 +2,16 @@
  * Rate-limit buckets and concurrency permits in PostgreSQL (migration 0008),
  * shared by every gateway process on the database: a take is one call of
  * `svc_rate_take`, a permit one call of `svc_permit_acquire`; an adjustment,
- * a renewal and a release are one statement each.
+ * a renewal and a release are one statement each. While the database cannot
+ * be reached, a limited call gets the database's 503 (src/http/Edge.ts).
  */
 import { randomUUID } from "node:crypto"
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Option } from "effect"
-import { RateLimitStore, StoreUnavailable } from "../../services/RateLimiter.ts"
+import { RateLimitStore } from "../../services/RateLimiter.ts"
 
-const unavailable = Effect.mapError((cause: unknown) => new StoreUnavailable({ cause }))
+/** A database failure is a defect, as for every other query of a request: an outage becomes the edge's 503. */
+const unavailable = Effect.orDie
 
 /** A float8[] as the driver returns it (an array of numbers, or its text form). */
 const numbers = (value: unknown): ReadonlyArray<number> =>

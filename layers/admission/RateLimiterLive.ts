@@ -79,9 +79,7 @@ export const RateLimiterLive = Layer.effect(
         yield* Effect.addFinalizer(() => Effect.ignoreLogged(store.release(accountId, got.value)))
         // Renewed while the call runs; interrupted (before the release above) when the scope closes.
         const renew = Effect.flatMap(Clock.currentTimeMillis, (at) => store.renew(accountId, got.value, at + leaseMs))
-        yield* Effect.forkScoped(
-          Effect.ignore(Effect.repeat(Effect.delay(renew, leaseMs / 3), Schedule.forever))
-        )
+        yield* Effect.forkScoped(Effect.repeat(Effect.delay(Effect.ignoreLogged(renew), leaseMs / 3), Schedule.forever))
       })
 
     const bucketsOf = (principal: Principal) => {

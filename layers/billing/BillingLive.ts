@@ -2,16 +2,24 @@
  * Billing on the ledger: a hold is a reservation against the caller's account
  * (for the request being served), ended exactly once — settled into a receipt,
  * or released when its scope closes first (a failed or abandoned call bills
- * nothing). Prices and estimates come from `Pricing`.
+ * nothing). Prices and estimates come from `Pricing`. The usage an upstream
+ * reported is checked before it is billed (usageCheck.ts): one that cannot be
+ * right is billed as the estimate held, recorded, and logged for operators. A
+ * settlement the ledger fails to write is never dropped: it is kept in the
+ * `SettlementJournal` (an outage logged once by `DatabaseStatus`, any other
+ * failure logged as an error) and the call is answered with its pending receipt.
  */
-import { Effect, FiberRef, Layer } from "effect"
+import { Cause, Clock, Effect, FiberRef, Layer } from "effect"
 import { currentRequestId } from "../../services/ApiError.ts"
 import type { Principal } from "../../services/ApiKeys.ts"
-import { Billing, type Hold, type ServedCall } from "../../services/Billing.ts"
+import { Billing, type Hold, type PendingReceipt, type ServedCall } from "../../services/Billing.ts"
+import { DatabaseStatus } from "../../services/DatabaseStatus.ts"
 import { Ids } from "../../services/Ids.ts"
-import { type Bill, Ledger } from "../../services/Ledger.ts"
+import { type Bill, Ledger, receiptOf, type Reservation } from "../../services/Ledger.ts"
 import type { Nanos } from "../../services/Money.ts"
 import { Pricing } from "../../services/Pricing.ts"
+import { billableUsage } from "./usageCheck.ts"
+import { SettlementJournal } from "../../services/SettlementJournal.ts"
 
 /** A hold as this layer keeps it: whether it ended (a flag, not a weak set, so the GC has no extra work per call). */
 interface OpenHold extends Hold {
@@ -24,6 +32,8 @@ export const BillingLive = Layer.effect(
     const ledger = yield* Ledger
     const ids = yield* Ids
     const pricing = yield* Pricing
+    const journal = yield* SettlementJournal
+    const database = yield* DatabaseStatus
     /** Marks a hold ended; false when it already was (each hold ends once). */
     const end = (hold: Hold) => {
       const state = hold as OpenHold
@@ -43,19 +53,48 @@ export const BillingLive = Layer.effect(
 
     const release = (hold: Hold) => Effect.suspend(() => (end(hold) ? ledger.release(hold.reservation) : Effect.void))
 
-    const billOf = (call: ServedCall): Bill => ({
+    const billOf = (call: ServedCall, usage: ServedCall["usage"], invalid: Bill["events"]): Bill => ({
       endpoint: call.endpoint,
       model: call.model.id,
       tier: call.model.tier,
       privacyClass: call.privacyClass,
-      usage: call.usage,
+      usage,
       price: call.model.pricing,
-      cost: pricing.cost(call.model, call.deployment, call.usage),
+      cost: pricing.cost(call.model, call.deployment, usage),
       attempts: call.attempts,
       providerId: call.deployment.provider.id,
-      events: call.events ?? [],
+      events: [...(call.events ?? []), ...(invalid ?? [])],
       ...(call.attestationVerdicts !== undefined ? { attestationVerdicts: call.attestationVerdicts } : {})
     })
+
+    /** The bill of a served call, at the usage reported if it is billable, else at the estimate (logged for operators). */
+    const checkedBill = (call: ServedCall) => {
+      const { invalid, usage } = billableUsage(call.usage, call.estimated, call.model.context, call.model.id)
+      const bill = billOf(call, usage, invalid === undefined ? [] : [invalid])
+      return invalid === undefined ? Effect.succeed(bill) : Effect.as(
+        Effect.logWarning("upstream reported a usage that cannot be billed; billed the estimate held").pipe(
+          Effect.annotateLogs({ deployment: call.deployment.id, ...invalid.data })
+        ),
+        bill
+      )
+    }
+
+    /** Kept for later: the receipt as the ledger will write it (charging what it cost), balance unknown. */
+    const kept = (reservation: Reservation, bill: Bill, cause: Cause.Cause<unknown>) =>
+      Effect.gen(function*() {
+        if (!(yield* database.observe(cause))) {
+          yield* Effect.logError(`settlement of ${reservation.id} failed; kept in the journal`, cause)
+        }
+        yield* journal.keep({ reservation, bill })
+        const now = new Date(yield* Clock.currentTimeMillis)
+        const { balanceAfter: _, settledAt: __, ...receipt } = receiptOf(reservation, bill, {
+          total: bill.cost.total,
+          balanceAfter: 0n,
+          createdAt: now,
+          settledAt: now
+        })
+        return { ...receipt, pending: true } as PendingReceipt
+      })
 
     return Billing.of({
       estimate: pricing.estimateFor,
@@ -66,7 +105,12 @@ export const BillingLive = Layer.effect(
       settle: (held, call) =>
         Effect.suspend(() => {
           if (!end(held)) return Effect.dieMessage(`hold ${held.id} settled after it ended`)
-          return ledger.settle(held.reservation, billOf(call))
+          return Effect.flatMap(checkedBill(call), (bill) =>
+            ledger.settle(held.reservation, bill).pipe(
+              Effect.catchAllCause((cause) =>
+                Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : kept(held.reservation, bill, cause)
+              )
+            ))
         }),
       release
     })

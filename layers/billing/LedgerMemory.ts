@@ -1,10 +1,12 @@
 /**
  * The ledger in memory, for unit tests, under the same rules as LedgerPg:
  * a reservation is admitted only while the available balance (balance −
- * reserved) covers it; a settlement charges at most what was held (the clamp
- * rule) and writes the receipt, a ledger entry and the same events; a call
- * the sweeper freed first is held again, up to what is available, and
- * settled; releasing twice frees once; `sweepExpired` frees the open
+ * reserved) covers it; a settlement charges its bill even above what was
+ * held (a `payment.overage` event; the balance may go below zero by it) and
+ * writes the receipt, a ledger entry and the same events; a bill that cannot
+ * be written (billCheck.ts) is a defect of that call alone; a call the
+ * sweeper freed first is held again, up to what is available, and settled;
+ * releasing twice frees once; `sweepExpired` frees the open
  * reservations whose lease (config `billing.reservationLeaseSeconds`) ran
  * out by the `Clock`, so TestClock drives it. Also provides the `MemoryBank`
  * it keeps its state in (fund accounts with `openAccount` or AccountsMemory).
@@ -20,6 +22,7 @@ import { EventLog } from "../../services/EventLog.ts"
 import { Ids } from "../../services/Ids.ts"
 import { Ledger, receiptOf } from "../../services/Ledger.ts"
 import { formatUsd as usd, type Nanos } from "../../services/Money.ts"
+import { billProblem, refusedBill } from "./billCheck.ts"
 import { cannotCover, receiptNotFound } from "./ledgerRefusals.ts"
 import { MemoryBank, MemoryBankLive, type MemoryReservation } from "./memoryBank.ts"
 
@@ -73,13 +76,19 @@ const make = Effect.gen(function*() {
         if (held === undefined || held.accountId !== reservation.accountId || held.status === "settled") {
           return yield* Effect.dieMessage(`Reservation ${reservation.id} was settled already.`)
         }
+        const problem = billProblem(bill)
+        if (problem !== undefined) {
+          const defect = refusedBill(reservation.id, problem)
+          yield* Effect.logError(defect.message)
+          return yield* Effect.die(defect)
+        }
         const account = bank.accounts.get(held.accountId)!
         if (held.status === "released") {
           // Freed by the sweeper (or a release) first: hold again what the call costs, up to what is available.
           held.amount = min(bill.cost.total, max(account.balance - account.reserved, 0n))
           account.reserved += held.amount
         }
-        const charge = min(bill.cost.total, held.amount)
+        const charge = bill.cost.total
         held.status = "settled"
         account.balance -= charge
         account.reserved -= held.amount
@@ -99,8 +108,15 @@ const make = Effect.gen(function*() {
         yield* events.record({
           ...about,
           type: "payment.settled",
-          data: { total_usd: usd(charge), released_usd: usd(reservation.amount - charge) }
+          data: { total_usd: usd(charge), released_usd: usd(max(reservation.amount - charge, 0n)) }
         })
+        if (charge > held.amount) {
+          yield* events.record({
+            ...about,
+            type: "payment.overage",
+            data: { held_usd: usd(held.amount), charged_usd: usd(charge), overage_usd: usd(charge - held.amount) }
+          })
+        }
         yield* events.record({ ...about, type: "receipt.created", data: { model: bill.model, total_usd: usd(charge) } })
         for (const event of bill.events ?? []) yield* events.record({ ...about, type: event.type, data: event.data })
         return receipt
@@ -112,9 +128,11 @@ const make = Effect.gen(function*() {
         return held === undefined ? Effect.void : Effect.asVoid(free(held, "call_failed"))
       }),
 
-    sweepExpired: Effect.gen(function*() {
+    sweepExpired: (kept = []) => Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
-      const expired = [...bank.reservations.values()].filter((held) => held.status === "open" && held.expiresAt < now)
+      const expired = [...bank.reservations.values()].filter((held) =>
+        held.status === "open" && held.expiresAt < now && !kept.includes(held.id)
+      )
       const freed = yield* Effect.forEach(expired, (held) => free(held, "lease_expired"))
       return freed.filter(Boolean).length
     }),

@@ -8,11 +8,12 @@
  *   calls in any number of processes can never reserve more than there is
  *   (layers/billing/ledgerReserve.ts).
  * - A settlement statement closes the reservations (each once), charges, and
- *   writes the ledger entries, receipts and events (ledgerSettle.ts).
+ *   writes the ledger entries, receipts and events (ledgerSettle.ts); a bad
+ *   settlement fails alone, never its batch or the turn's reservations.
  * Releases and the lease sweep are single statements (ledgerRelease.ts).
  */
 import { SqlClient } from "@effect/sql"
-import { Effect, type Exit, Layer } from "effect"
+import { Cause, Effect, Exit, Layer } from "effect"
 import type { InsufficientFunds } from "../../services/ApiError.ts"
 import { receiptNotFound } from "./ledgerRefusals.ts"
 import { AppConfig } from "../../services/Config.ts"
@@ -21,7 +22,7 @@ import { Ledger, type Receipt, type Reservation } from "../../services/Ledger.ts
 import { makeSerialBatches } from "../storage/serialBatches.ts"
 import { makeRelease, sweepExpired } from "./ledgerRelease.ts"
 import { makeReserveBatch } from "./ledgerReserve.ts"
-import { type LedgerItem, type ReceiptRow, toReceipt } from "./ledgerRows.ts"
+import { type LedgerItem, type ReceiptRow, type ReserveItem, toReceipt } from "./ledgerRows.ts"
 import { makeSettleBatch } from "./ledgerSettle.ts"
 
 /** Calls one statement may carry; more wait for the next. */
@@ -38,6 +39,12 @@ export const LedgerPg = Layer.scoped(
     const reserveBatch = makeReserveBatch(sql, ids, lease)
     const settleBatch = makeSettleBatch(sql, ids)
 
+    const reserveOrFail = (accountId: string, items: ReadonlyArray<ReserveItem>) =>
+      Effect.map(Effect.exit(reserveBatch(accountId, items)), (exit) =>
+        Exit.isSuccess(exit)
+          ? exit.value
+          : items.map((): Exit.Exit<Reservation, InsufficientFunds> => Exit.die(Cause.squash(exit.cause))))
+
     /**
      * One queue per account for both kinds, so a process has at most one ledger statement of an
      * account in flight: statements of one account only queue on its row lock in PostgreSQL, and
@@ -48,7 +55,8 @@ export const LedgerPg = Layer.scoped(
         const settling = items.flatMap((item) => item._tag === "settle" ? [item] : [])
         const reserving = items.flatMap((item) => item._tag === "reserve" ? [item] : [])
         const settled = settling.length > 0 ? yield* settleBatch(accountId, settling) : []
-        const reserved = reserving.length > 0 ? yield* reserveBatch(accountId, reserving) : []
+        // Settlements are committed by now: a failed reservation statement fails only the reservations.
+        const reserved = reserving.length > 0 ? yield* reserveOrFail(accountId, reserving) : []
         let nextSettled = 0
         let nextReserved = 0
         return items.map((item): Exit.Exit<Reservation | Receipt, InsufficientFunds> =>

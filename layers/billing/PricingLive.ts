@@ -1,13 +1,18 @@
 /**
  * Pricing with exact bigint money and the o200k_base tokenizer (GPT-4o family),
  * whose ranks ship inside the npm package: nothing is fetched at run time.
+ * Text is counted in linear time within a per-request budget (tokenCount.ts);
+ * images, audio and files by their size (imageTokens.ts, mediaTokens.ts), so
+ * the estimate is an upper bound of what the input can cost.
  */
-import { countTokens } from "gpt-tokenizer/encoding/o200k_base"
 import { Layer } from "effect"
 import type { Model, TokenPrice } from "../../services/Catalogue.ts"
 import { type ChatRequest, type ContentPart, type Message, requestedMaxTokens } from "../../services/Chat.ts"
 import type { Nanos } from "../../services/Money.ts"
 import { DEFAULT_OUTPUT_ALLOWANCE, type Estimate, Pricing, type TokenUsage } from "../../services/Pricing.ts"
+import { imageTokens } from "./imageTokens.ts"
+import { audioTokens, fileTokens } from "./mediaTokens.ts"
+import { counter, countText } from "./tokenCount.ts"
 
 const PER_MILLION = 1_000_000n
 const HALF = PER_MILLION / 2n
@@ -21,13 +26,8 @@ const TOKENS_PER_MESSAGE = 4
 const TOKENS_PER_NAME = 1
 /** `<|start|>assistant<|message|>` that primes the reply. */
 const REPLY_PRIMING = 3
-/** OpenAI's low-detail image figure; the real count is only known after the upstream sees the image. */
-const TOKENS_PER_IMAGE = 85
-
-/** User text may contain `<|endoftext|>` and the like: count it as plain text instead of throwing. */
-const PLAIN_TEXT = { disallowedSpecial: new Set<string>() }
-
-const countText = (text: string): number => (text.length === 0 ? 0 : countTokens(text, PLAIN_TEXT))
+/** Counts one text (each request gets its own, sharing one exact-counting budget). */
+type Count = (text: string) => number
 
 /** Rounds toward +∞ on exact halves even for a negative sum (bigint `/` truncates toward zero). */
 const roundHalfUpPerMillion = (scaled: bigint): Nanos => {
@@ -41,44 +41,46 @@ const amount = (price: TokenPrice, usage: TokenUsage): Nanos =>
     BigInt(usage.inputTokens) * price.input + BigInt(usage.outputTokens) * (price.output ?? 0n)
   )
 
-const countPart = (part: ContentPart): number => {
+const countPart = (count: Count, part: ContentPart): number => {
   switch (part.type) {
     case "text":
-      return countText(part.text)
+      return count(part.text)
     case "image_url":
-      return TOKENS_PER_IMAGE
-    default:
-      // Audio and files: size unknown until the upstream decodes them; the receipt uses its reported usage.
-      return 0
+      return imageTokens(part.image_url)
+    case "input_audio":
+      return audioTokens(part)
+    case "file":
+      return fileTokens(part)
   }
 }
 
-const countContent = (content: string | ReadonlyArray<ContentPart> | null | undefined): number => {
+const countContent = (count: Count, content: string | ReadonlyArray<ContentPart> | null | undefined): number => {
   if (content == null) return 0
-  if (typeof content === "string") return countText(content)
+  if (typeof content === "string") return count(content)
   let tokens = 0
-  for (const part of content) tokens += countPart(part)
+  for (const part of content) tokens += countPart(count, part)
   return tokens
 }
 
-const countMessage = (message: Message): number => {
-  let tokens = TOKENS_PER_MESSAGE + countContent(message.content)
-  if ("name" in message && message.name !== undefined) tokens += TOKENS_PER_NAME + countText(message.name)
+const countMessage = (count: Count, message: Message): number => {
+  let tokens = TOKENS_PER_MESSAGE + countContent(count, message.content)
+  if ("name" in message && message.name !== undefined) tokens += TOKENS_PER_NAME + count(message.name)
   if (message.role === "assistant") {
-    if (message.refusal) tokens += countText(message.refusal)
+    if (message.refusal) tokens += count(message.refusal)
     for (const call of message.tool_calls ?? []) {
-      tokens += countText(call.function.name) + countText(call.function.arguments)
+      tokens += count(call.function.name) + count(call.function.arguments)
     }
   }
   return tokens
 }
 
 const countInput = (request: ChatRequest): number => {
+  const count = counter()
   let tokens = REPLY_PRIMING
-  for (const message of request.messages) tokens += countMessage(message)
+  for (const message of request.messages) tokens += countMessage(count, message)
   // Upstreams render tools and schemas into the prompt; their JSON is a close stand-in.
-  if (request.tools !== undefined && request.tools.length > 0) tokens += countText(JSON.stringify(request.tools))
-  if (request.response_format !== undefined) tokens += countText(JSON.stringify(request.response_format))
+  if (request.tools !== undefined && request.tools.length > 0) tokens += count(JSON.stringify(request.tools))
+  if (request.response_format !== undefined) tokens += count(JSON.stringify(request.response_format))
   return tokens
 }
 
@@ -97,6 +99,7 @@ export const PricingLive = Layer.succeed(Pricing, {
   },
   countInput,
   countText,
+  counter: () => counter(),
   estimate: (model, request) => estimateFor(model, countInput(request), requestedMaxTokens(request)),
   estimateFor
 })

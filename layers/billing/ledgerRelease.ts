@@ -25,12 +25,15 @@ export const makeRelease = (sql: SqlClient.SqlClient, ids: typeof Ids.Service) =
            jsonb_build_object('amount_usd', amount_usd::text, 'reason', 'call_failed')
     FROM freed`.pipe(Effect.asVoid, Effect.orDie)
 
-/** Releases every open reservation whose lease ran out, with an event each (`lease_expired`); answers how many. */
-export const sweepExpired = (sql: SqlClient.SqlClient) =>
+/**
+ * Releases every open reservation whose lease ran out, but those in `kept`, with an event each
+ * (`lease_expired`); answers how many.
+ */
+export const sweepExpired = (sql: SqlClient.SqlClient) => (kept: ReadonlyArray<string> = []) =>
   sql<{ released: number }>`
     WITH expired AS (
       UPDATE reservations SET status = 'released', closed_at = now()
-      WHERE status = 'open' AND expires_at < now()
+      WHERE status = 'open' AND expires_at < now() AND NOT (${JSON.stringify(kept)}::jsonb ? id)
       RETURNING id, account_id, request_id, amount_usd
     ), per_account AS (
       SELECT account_id, sum(amount_usd) AS amount FROM expired GROUP BY account_id

@@ -1,13 +1,19 @@
 /**
  * The ledger's settlement statement: one account's calls settled together —
- * each open reservation closed once, charged at most what it held (the clamp
- * rule), and its receipt, ledger entry and events written. A call the sweeper
- * got to first (it outlived its lease) is settled alone afterwards.
+ * each open reservation closed once, charged what its bill says even above
+ * what it held (the excess is a `payment.overage` event, and the balance may
+ * go below zero by it), and its receipt, ledger entry and events written. A
+ * call the sweeper got to first (it outlived its lease) is settled alone
+ * afterwards. One bad settlement cannot fail the others: bills are checked
+ * before the statement (billCheck.ts), and if the statement fails anyway its
+ * calls are settled one by one, so only the faulty one fails (logged).
  */
 import type { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { Cause, Effect, Exit } from "effect"
 import type { Ids } from "../../services/Ids.ts"
+import type { Receipt } from "../../services/Ledger.ts"
 import { formatUsd, fromNumericColumn, type Nanos } from "../../services/Money.ts"
+import { billProblem, refusedBill } from "./billCheck.ts"
 import { type SettleItem, settledReceipt, type SettledRow } from "./ledgerRows.ts"
 
 const money = fromNumericColumn
@@ -38,14 +44,15 @@ export const makeSettleBatch = (sql: SqlClient.SqlClient, ids: typeof Ids.Servic
     entry_id: ids.make("led"),
     settled_event_id: ids.make("evt"),
     receipt_event_id: ids.make("evt"),
+    overage_event_id: ids.make("evt"),
     attestation_verdicts: bill.attestationVerdicts ?? null,
     call_events: (bill.events ?? []).map((event) => ({ id: ids.make("evt"), type: event.type, data: event.data }))
   })
 
   /**
-   * Settles calls of one account in one statement: close each open reservation, charge at most
-   * what it held, and write the receipts, their ledger entries and events. A call whose
-   * reservation is not open gets no receipt row back.
+   * Settles calls of one account in one statement: close each open reservation, charge its bill
+   * (an overage event where that is more than it held), and write the receipts, their ledger
+   * entries and events. A call whose reservation is not open gets no receipt row back.
    */
   const settleStatement = (accountId: string, items: ReadonlyArray<SettleItem>) =>
     sql<SettledRow>`
@@ -55,14 +62,15 @@ export const makeSettleBatch = (sql: SqlClient.SqlClient, ids: typeof Ids.Servic
             ord int, id text, request_id text, endpoint text, model text, tier text, privacy_class text,
             input_tokens int, output_tokens int, input_price numeric, output_price numeric, upstream numeric,
             total numeric, estimated numeric, reserved_at timestamptz, attempts jsonb, provider_id text,
-            entry_id text, settled_event_id text, receipt_event_id text, call_events jsonb, attestation_verdicts jsonb)
+            entry_id text, settled_event_id text, receipt_event_id text, overage_event_id text, call_events jsonb,
+            attestation_verdicts jsonb)
       ), closed AS (
         UPDATE reservations SET status = 'settled', closed_at = now()
         FROM input
         WHERE reservations.id = input.id AND reservations.account_id = ${accountId} AND reservations.status = 'open'
         RETURNING reservations.id, reservations.amount_usd
       ), billed AS (
-        SELECT input.*, least(input.total, closed.amount_usd) AS charge, closed.amount_usd AS held
+        SELECT input.*, input.total AS charge, closed.amount_usd AS held
         FROM input JOIN closed USING (id)
       ), charged AS (
         UPDATE accounts
@@ -90,8 +98,15 @@ export const makeSettleBatch = (sql: SqlClient.SqlClient, ids: typeof Ids.Servic
         SELECT billed.settled_event_id, 'payment.settled', ${accountId}, receipt.request_id, receipt.id,
                jsonb_build_object(
                  'total_usd', receipt.total_usd::text,
-                 'released_usd', (receipt.estimated_usd - receipt.total_usd)::text)
+                 'released_usd', greatest(receipt.estimated_usd - receipt.total_usd, 0)::numeric(38, 9)::text)
         FROM receipt JOIN billed USING (id)
+        UNION ALL
+        SELECT billed.overage_event_id, 'payment.overage', ${accountId}, receipt.request_id, receipt.id,
+               jsonb_build_object(
+                 'held_usd', billed.held::text,
+                 'charged_usd', receipt.total_usd::text,
+                 'overage_usd', (receipt.total_usd - billed.held)::text)
+        FROM receipt JOIN billed USING (id) WHERE receipt.total_usd > billed.held
         UNION ALL
         SELECT billed.receipt_event_id, 'receipt.created', ${accountId}, receipt.request_id, receipt.id,
                jsonb_build_object('model', receipt.model, 'total_usd', receipt.total_usd::text)
@@ -105,7 +120,8 @@ export const makeSettleBatch = (sql: SqlClient.SqlClient, ids: typeof Ids.Servic
 
   /**
    * The sweeper freed the reservation first (the call outlived its lease), so it holds nothing:
-   * hold again what the call costs, up to what is available now, and settle as usual.
+   * hold again what the call costs, up to what is available now, and settle as usual (charging
+   * the rest as an overage).
    */
   const settleAfterSweep = (item: SettleItem) =>
     Effect.gen(function*() {
@@ -127,15 +143,61 @@ export const makeSettleBatch = (sql: SqlClient.SqlClient, ids: typeof Ids.Servic
       return settledReceipt(item, row)
     }).pipe(sql.withTransaction, Effect.orDie)
 
-  /** One account's settlements in one statement; those the sweeper got to first, one by one after. */
+  /** Settles calls that are known to be writable: together, else (the statement failed) one by one. */
+  const settleWritable = (accountId: string, items: ReadonlyArray<SettleItem>) =>
+    Effect.gen(function*() {
+      const together = yield* Effect.exit(settleStatement(accountId, items))
+      if (Exit.isSuccess(together)) return yield* answerRows(items, together.value)
+      if (items.length === 1) return [yield* failedAlone(items[0]!, together.cause)]
+      yield* Effect.logWarning(`a settlement statement of ${items.length} calls failed; settling them one by one`).pipe(
+        Effect.annotateLogs({ account: accountId, cause: Cause.pretty(together.cause) })
+      )
+      return yield* Effect.forEach(items, (item) =>
+        Effect.exit(settleStatement(accountId, [item])).pipe(
+          Effect.flatMap((alone) =>
+            Exit.isSuccess(alone)
+              ? Effect.map(answerRows([item], alone.value), ([exit]) => exit!)
+              : failedAlone(item, alone.cause)
+          )
+        ))
+    })
+
+  /** Each call's receipt from the rows a statement returned; a call without one was swept first. */
+  const answerRows = (items: ReadonlyArray<SettleItem>, rows: ReadonlyArray<SettledRow>) => {
+    const byId = new Map(rows.map((row) => [row.id, row]))
+    return Effect.forEach(items, (item) => {
+      const row = byId.get(item.reservation.id)
+      return Effect.exit(row !== undefined ? Effect.succeed(settledReceipt(item, row)) : settleAfterSweep(item))
+    })
+  }
+
+  /** A settlement that failed on its own: a logged defect of that call alone; its hold stays for the sweeper. */
+  const failedAlone = (item: SettleItem, cause: Cause.Cause<unknown>) =>
+    Effect.as(
+      Effect.logError("a settlement failed; its reservation stays open until the sweeper releases it", cause).pipe(
+        Effect.annotateLogs({ account: item.reservation.accountId, reservation: item.reservation.id })
+      ),
+      Exit.die(Cause.squash(cause)) as Exit.Exit<Receipt>
+    )
+
+  /**
+   * One account's settlements: bills that cannot be written are refused first (a logged defect
+   * each, never reaching SQL), the rest settled together.
+   */
   const settleBatch = (accountId: string, items: ReadonlyArray<SettleItem>) =>
     Effect.gen(function*() {
-      const rows = yield* Effect.orDie(settleStatement(accountId, items))
-      const byId = new Map(rows.map((row) => [row.id, row]))
-      return yield* Effect.forEach(items, (item) => {
-        const row = byId.get(item.reservation.id)
-        return Effect.exit(row !== undefined ? Effect.succeed(settledReceipt(item, row)) : settleAfterSweep(item))
-      })
+      const exits = new Map<SettleItem, Exit.Exit<Receipt>>()
+      for (const item of items) {
+        const problem = billProblem(item.bill)
+        if (problem === undefined) continue
+        const defect = refusedBill(item.reservation.id, problem)
+        yield* Effect.logError(defect.message).pipe(Effect.annotateLogs({ account: accountId }))
+        exits.set(item, Exit.die(defect))
+      }
+      const writable = items.filter((item) => !exits.has(item))
+      const settled = writable.length > 0 ? yield* settleWritable(accountId, writable) : []
+      writable.forEach((item, i) => exits.set(item, settled[i]!))
+      return items.map((item) => exits.get(item)!)
     })
 
   return settleBatch

@@ -16,6 +16,7 @@ import { Billing } from "../../services/Billing.ts"
 import { CallRecorder } from "../../services/CallRecorder.ts"
 import type { ChatRequest } from "../../services/Chat.ts"
 import { ChatGateway } from "../../services/ChatGateway.ts"
+import { isDatabaseOutage } from "../../services/DatabaseStatus.ts"
 import { Ids } from "../../services/Ids.ts"
 import { Pricing } from "../../services/Pricing.ts"
 import { PrivacyPolicy } from "../../services/PrivacyPolicy.ts"
@@ -23,7 +24,16 @@ import { type Route, RoutePlanner } from "../../services/RoutePlanner.ts"
 import { Transcripts } from "../../services/Transcripts.ts"
 import { type RoutesFailed, Upstream } from "../../services/Upstream.ts"
 import { routesFailedError, toApiError } from "../upstream/upstreamErrors.ts"
-import { completionText, countedUsage, fromUsage, settleChat } from "./chatSettlement.ts"
+import { isTokenCount } from "../billing/usageCheck.ts"
+import {
+  billedUsage,
+  completionText,
+  countedUsage,
+  estimatedUsage,
+  fromUsage,
+  settleChat,
+  toldUsage
+} from "./chatSettlement.ts"
 import { settleStream } from "./streamSettlement.ts"
 import { StreamRelay } from "./streamRelay.ts"
 
@@ -71,7 +81,8 @@ export const ChatGatewayLive = Layer.effect(
             return yield* upstream.served(answered, {
               ok: true,
               latencyMs: answered.attempts.at(-1)!.latencyMs,
-              outputTokens: usage.completion_tokens
+              // A figure billing will set aside says nothing of throughput.
+              outputTokens: isTokenCount(usage.completion_tokens) ? usage.completion_tokens : 0
             }).pipe(
               Effect.zipRight(settleChat(services, { admitted: call, route, hold }, answered, {
                 usage: fromUsage(usage),
@@ -83,7 +94,7 @@ export const ChatGatewayLive = Layer.effect(
                   ...completion,
                   id: ids.completion(),
                   model: model.id,
-                  usage,
+                  usage: billedUsage(usage, receipt),
                   privacy: privacyPolicy.block(route.privacy.served, deployment)
                 },
                 receipt
@@ -105,13 +116,21 @@ export const ChatGatewayLive = Layer.effect(
             model: model.id,
             privacy: privacyPolicy.block(route.privacy.served, deployment),
             wantsUsage: call.request.stream_options?.include_usage === true,
-            keepsText: transcripts.keeps(route.privacy.served)
+            keepsText: transcripts.keeps(route.privacy.served),
+            told: toldUsage(estimatedUsage(billing, call, model), model)
           })
           return {
             receiptId: hold.id,
             // However the stream ends, bill what was generated.
             chunks: relay.relay(answered.value, toApiError(deployment)).pipe(
-              Stream.ensuring(settleStream(streamServices, { admitted: call, route, hold }, answered, relay, firstChunkMs))
+              Stream.ensuring(
+                settleStream(streamServices, { admitted: call, route, hold }, answered, relay, firstChunkMs).pipe(
+                  // Not dropped silently: an outage is kept by the journal (or the lease frees an unbilled hold).
+                  Effect.catchAllCause((cause) =>
+                    isDatabaseOutage(cause) ? Effect.void : Effect.logError("stream settlement failed", cause)
+                  )
+                )
+              )
             )
           }
         })

@@ -64,6 +64,7 @@ export const EmbeddingsGatewayLive = Layer.effect(
               model,
               deployment,
               usage: { inputTokens: result.promptTokens, outputTokens: 0 },
+              estimated: estimate,
               attempts: [{
                 model: model.id,
                 outcome: "ok",
@@ -82,7 +83,8 @@ export const EmbeddingsGatewayLive = Layer.effect(
                 embedding: base64 ? toBase64(vector) : vector
               })),
               model: model.id,
-              usage: { prompt_tokens: result.promptTokens, total_tokens: result.promptTokens }
+              // As billed: an upstream figure that cannot be right is not echoed.
+              usage: { prompt_tokens: receipt.usage.inputTokens, total_tokens: receipt.usage.inputTokens }
             }
             return { response, receipt }
           }))

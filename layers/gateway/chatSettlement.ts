@@ -1,19 +1,24 @@
 /**
  * The end of a served chat call: its usage (the upstream's, else our own
- * count), the bill settled from the hold with the call's events and verdict,
- * its real tokens counted against the key's tpm, and the call's text kept when its class and the operator's setting say so.
+ * count; Billing checks it against the estimate held for the served model),
+ * the bill settled from the hold with the call's events and verdict, its
+ * real tokens counted against the key's tpm, and the call's text kept when
+ * its class and the operator's setting say so.
  */
 import { Effect } from "effect"
 import type { AdmittedChat } from "../../services/Admission.ts"
-import type { Billing, Hold } from "../../services/Billing.ts"
+import { type Billing, type Hold, isPending, type Settlement } from "../../services/Billing.ts"
 import type { CallRecorder } from "../../services/CallRecorder.ts"
-import type { Usage } from "../../services/Chat.ts"
-import type { Attempt, Receipt } from "../../services/Ledger.ts"
+import { requestedMaxTokens, type Usage } from "../../services/Chat.ts"
+import type { Model } from "../../services/Catalogue.ts"
+import { isDatabaseOutage } from "../../services/DatabaseStatus.ts"
+import type { Attempt } from "../../services/Ledger.ts"
 import type { Pricing, TokenUsage } from "../../services/Pricing.ts"
 import type { UpstreamCompletion } from "../../services/Providers.ts"
 import type { Route } from "../../services/RoutePlanner.ts"
 import type { TranscriptCompletion, Transcripts } from "../../services/Transcripts.ts"
 import type { Answered, AttemptLog } from "../../services/Upstream.ts"
+import { billableUsage } from "../billing/usageCheck.ts"
 
 const ENDPOINT = "/v1/chat/completions"
 
@@ -21,6 +26,30 @@ export const fromUsage = (usage: Usage): TokenUsage => ({
   inputTokens: usage.prompt_tokens,
   outputTokens: usage.completion_tokens
 })
+
+/** The usage a call was held for on `model` (counted input, reserved output): billed when a reported one cannot be right. */
+export const estimatedUsage = (billing: Billing["Type"], admitted: AdmittedChat, model: Model): TokenUsage => {
+  const estimate = billing.estimate(model, admitted.inputTokens, requestedMaxTokens(admitted.request))
+  return { inputTokens: estimate.inputTokens, outputTokens: estimate.outputTokens }
+}
+
+/** The usage to tell a streaming caller: the upstream's, or what will be billed when that cannot be right. */
+export const toldUsage = (estimated: TokenUsage, model: Model) => (reported: Usage): Usage => {
+  const { invalid, usage } = billableUsage(fromUsage(reported), estimated, model.context, model.id)
+  return invalid === undefined
+    ? reported
+    : { prompt_tokens: usage.inputTokens, completion_tokens: usage.outputTokens, total_tokens: usage.inputTokens + usage.outputTokens }
+}
+
+/** The usage to answer with: the upstream's, unless billing set it aside as impossible (then what was billed). */
+export const billedUsage = (reported: Usage, receipt: Settlement): Usage =>
+  reported.prompt_tokens === receipt.usage.inputTokens && reported.completion_tokens === receipt.usage.outputTokens
+    ? reported
+    : {
+      prompt_tokens: receipt.usage.inputTokens,
+      completion_tokens: receipt.usage.outputTokens,
+      total_tokens: receipt.usage.inputTokens + receipt.usage.outputTokens
+    }
 
 /** What a kept transcript holds of a completion: its first choice's answer. */
 export const completionText = (completion: UpstreamCompletion): TranscriptCompletion => {
@@ -51,7 +80,12 @@ const asAttempt = (log: AttemptLog): Attempt => ({
   ...(log.failure !== undefined ? { failure: log.failure } : {})
 })
 
-/** Settles a served call: bills it from the hold, then keeps its text when its class allows. */
+/**
+ * Settles a served call: bills it from the hold, then keeps its text when its class allows. The
+ * caller's answer does not depend on the text being kept: a call settled into the journal (the
+ * database away) keeps none, and a failure to keep it is logged, or, in an outage, left to the
+ * one line `DatabaseStatus` writes.
+ */
 export const settleChat = (
   services: {
     readonly billing: Billing["Type"]
@@ -61,7 +95,7 @@ export const settleChat = (
   call: { readonly admitted: AdmittedChat; readonly route: Route; readonly hold: Hold },
   answered: Answered<unknown>,
   served: { readonly usage: TokenUsage; readonly attempts: ReadonlyArray<AttemptLog>; readonly completion: TranscriptCompletion }
-): Effect.Effect<Receipt> => {
+): Effect.Effect<Settlement> => {
   const { admitted, hold, route } = call
   const { deployment, model } = answered.target
   const verdict = route.privacy.verdictOf(deployment.id)
@@ -70,6 +104,7 @@ export const settleChat = (
     model,
     deployment,
     usage: served.usage,
+    estimated: estimatedUsage(services.billing, admitted, model),
     attempts: served.attempts.map(asAttempt),
     privacyClass: route.privacy.served,
     events: services.recorder.receiptEvents(route, served.attempts),
@@ -77,13 +112,17 @@ export const settleChat = (
   }).pipe(
     Effect.tap(() => admitted.rateLimit?.settle(served.usage.inputTokens + served.usage.outputTokens) ?? Effect.void),
     Effect.tap((receipt) =>
-      services.transcripts.keep({
+      isPending(receipt) ? Effect.void : services.transcripts.keep({
         receiptId: receipt.id,
         accountId: receipt.accountId,
         servedClass: route.privacy.served,
         messages: admitted.request.messages,
         completion: served.completion
-      })
+      }).pipe(
+        Effect.catchAllCause((cause) =>
+          isDatabaseOutage(cause) ? Effect.void : Effect.logError("transcript not kept", cause)
+        )
+      )
     )
   )
 }

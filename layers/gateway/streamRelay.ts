@@ -21,6 +21,8 @@ export interface RelayOptions {
   readonly wantsUsage: boolean
   /** The call's text is kept (a transcript): gather the answer's content. */
   readonly keepsText: boolean
+  /** The usage to tell the caller for a reported one: as billed (an impossible figure is not echoed). */
+  readonly told: (reported: Usage) => Usage
 }
 
 /** Text a chunk adds to the answer, for counting when the upstream reports no usage. */
@@ -70,11 +72,12 @@ export class StreamRelay {
       if (keepsText) this.content += chunk.choices[0]?.delta.content ?? ""
       if (!wantsUsage && chunk.choices.length === 0) continue
       const final = wantsUsage ? chunk.usage != null : chunk.choices.some((choice) => choice.finish_reason !== null)
+      const relabelled = chunk.usage ? { ...chunk, id, model, usage: this.options.told(chunk.usage) } : { ...chunk, id, model }
       if (!final || this.privacySent) {
-        out.push({ ...chunk, id, model })
+        out.push(relabelled)
       } else {
         this.privacySent = true
-        out.push({ ...chunk, id, model, privacy })
+        out.push({ ...relabelled, privacy })
       }
     }
     return Chunk.unsafeFromArray(out)

@@ -9,6 +9,7 @@ import { Effect } from "effect"
 import type { Pricing } from "../../services/Pricing.ts"
 import type { Upstream } from "../../services/Upstream.ts"
 import type { Answered } from "../../services/Upstream.ts"
+import { isTokenCount } from "../billing/usageCheck.ts"
 import { fromUsage, settleChat } from "./chatSettlement.ts"
 import type { StreamRelay } from "./streamRelay.ts"
 
@@ -43,7 +44,12 @@ export const settleStream = (
     const recorded = services.upstream.served(
       answered,
       failure === undefined
-        ? { ok: true, latencyMs, outputTokens: usage.outputTokens, ttftMs: Math.round(firstChunkMs) }
+        ? {
+          ok: true,
+          latencyMs,
+          ttftMs: Math.round(firstChunkMs),
+          outputTokens: isTokenCount(usage.outputTokens) ? usage.outputTokens : 0
+        }
         : { ok: false, latencyMs, failure }
     )
     if (reported === undefined && generated === "" && failure !== undefined) {

@@ -1,5 +1,7 @@
 /**
- * Deployment health, shared by the gateway processes through PostgreSQL.
+ * Deployment health, shared by the gateway processes through PostgreSQL. A
+ * database outage costs the shared news, never a call, and is logged once by
+ * `DatabaseStatus`, not here.
  *
  * In memory, per process: each deployment's rolling window of outcomes, and
  * the last known row of the shared breaker table. `view` and, except at a
@@ -22,6 +24,7 @@ import { randomBytes } from "node:crypto"
 import { hostname } from "node:os"
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Layer, Schedule } from "effect"
+import { warnUnlessOutage } from "../../services/DatabaseStatus.ts"
 import { AppConfig } from "../../services/Config.ts"
 import { type DeploymentHealth, Health } from "../../services/Health.ts"
 import { BREAKER_COLUMNS, type BreakerColumns, type BreakerRow, fromColumns, newer, readBreakers, stateAt, viewOf } from "./breakerRows.ts"
@@ -83,7 +86,7 @@ export const HealthPg = Layer.scoped(
       statement.pipe(
         Effect.tap((rows) => Effect.sync(() => learn(rows))),
         Effect.asVoid,
-        Effect.catchAllCause((cause) => Effect.logWarning("deployment health: breaker write failed", cause))
+        Effect.catchAllCause(warnUnlessOutage("deployment health: breaker write failed"))
       )
 
     /**
@@ -166,7 +169,7 @@ export const HealthPg = Layer.scoped(
           return rows[0]?.claimed === true
         }),
         Effect.catchAllCause((cause) =>
-          Effect.as(Effect.logWarning("deployment health: probe claim failed", cause), false)
+          Effect.as(warnUnlessOutage("deployment health: probe claim failed")(cause), false)
         )
       )
 
@@ -179,7 +182,7 @@ export const HealthPg = Layer.scoped(
       for (const row of read.rows) {
         if (newer(breakers.get(row.deployment), row)) breakers.set(row.deployment, row)
       }
-    }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("deployment health: breaker sync failed", cause)))
+    }).pipe(Effect.catchAllCause(warnUnlessOutage("deployment health: breaker sync failed")))
 
     /** Writes every bucket with new outcomes, whole; drops buckets older than the retention on the way. */
     const flush = Effect.suspend(() => {
@@ -216,7 +219,7 @@ export const HealthPg = Layer.scoped(
           output_tokens = excluded.output_tokens, generation_ms = excluded.generation_ms, updated_at = now()`.pipe(
         Effect.tap(() => Effect.sync(() => buckets.written(snapshots, now()))),
         Effect.asVoid,
-        Effect.catchAllCause((cause) => Effect.logWarning("deployment health: stats flush failed", cause))
+        Effect.catchAllCause(warnUnlessOutage("deployment health: stats flush failed"))
       )
     })
 

@@ -62,7 +62,7 @@ export const RoutePlannerLive = Layer.effect(
             floorMet = true
             if (estimate.total > amount) amount = estimate.total
             const ordered = orderDeployments([...upstreamCost.keys()], (deployment) => upstreamCost.get(deployment)!, health)
-            for (const deployment of ordered) targets.push({ model, deployment })
+            for (const deployment of ordered) targets.push({ model, deployment, outputTokens: estimate.outputTokens })
           }
           if (!floorMet) {
             return yield* new MarginFloorViolated({

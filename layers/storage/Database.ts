@@ -10,9 +10,10 @@ import { PgClient } from "@effect/sql-pg"
 import { PGlite } from "@electric-sql/pglite"
 import { createPgConfig } from "@electric-sql/pglite/node-postgres"
 import { SqlError } from "@effect/sql/SqlError"
-import { Data, Effect, Layer, Redacted } from "effect"
+import { Cause, Data, Effect, Layer, Redacted } from "effect"
 import pg from "pg"
-import { AppConfig } from "../../services/Config.ts"
+import { AppConfig, type DatabaseSettings } from "../../services/Config.ts"
+import { isDatabaseOutage } from "../../services/DatabaseStatus.ts"
 import { PreparingClient } from "./preparingClient.ts"
 
 /** A SqlClient over an open PGlite instance (owned by the caller). PGlite takes one connection only. */
@@ -24,20 +25,67 @@ export const pgliteSqlClient = (pglite: PGlite) =>
     )
   })
 
-/** A pool on a PostgreSQL server, checked with one query (as `PgClient.layer` does) before anything uses it. */
-const serverPool = (url: Redacted.Redacted<string>) =>
+/** A start that cannot go on: the database refused us (a config mistake), or stayed unreachable too long. */
+export class DatabaseNotReady extends Data.TaggedError("DatabaseNotReady")<{ readonly reason: string }> {
+  get message() {
+    return `cannot use the database at DATABASE_URL: ${this.reason}`
+  }
+}
+
+/** The driver's own words for a failed connection, on one line. */
+const firstLine = (error: unknown) =>
+  String(error instanceof AggregateError && error.errors[0] instanceof Error ? error.errors[0].message : (error as Error)?.message ?? error)
+    .split("\n")[0]!.slice(0, 200)
+
+/**
+ * Waits for the server to answer, one log line per retry (backing off to 5 s), up to
+ * `startupWaitSeconds` (0: forever). A refusal that is not an outage (wrong password, unknown
+ * database or host) is a config mistake and stops the start at once.
+ */
+const awaitServer = (pool: pg.Pool, settings: DatabaseSettings) => {
+  const started = performance.now()
+  const attempt = (n: number): Effect.Effect<void, DatabaseNotReady> =>
+    Effect.tryPromise({
+      try: () => pool.query("SELECT 1"),
+      catch: (cause) => new SqlError({ cause, message: "Could not connect to the database at DATABASE_URL" })
+    }).pipe(
+      Effect.asVoid,
+      Effect.catchAll((error) => {
+        const reason = firstLine(error.cause)
+        if (!isDatabaseOutage(Cause.fail(error))) return Effect.fail(new DatabaseNotReady({ reason }))
+        const waited = (performance.now() - started) / 1000
+        const limit = settings.startupWaitSeconds
+        if (limit > 0 && waited >= limit) {
+          return Effect.fail(new DatabaseNotReady({ reason: `${reason}; still unreachable after ${Math.round(waited)} s` }))
+        }
+        const delayMs = Math.min(5000, 500 * 2 ** Math.min(n, 4))
+        return Effect.logWarning(`database not reachable (${reason}); retry ${n + 1} in ${delayMs / 1000} s`).pipe(
+          Effect.zipRight(Effect.sleep(`${delayMs} millis`)),
+          Effect.zipRight(attempt(n + 1))
+        )
+      })
+    )
+  return attempt(0)
+}
+
+/** A pool on a PostgreSQL server with bounded waits, once the server answers (see `awaitServer`). */
+const serverPool = (url: Redacted.Redacted<string>, settings: DatabaseSettings) =>
   Effect.acquireRelease(
     Effect.suspend(() => {
-      const pool = new pg.Pool({ connectionString: Redacted.value(url), application_name: "svc", Client: PreparingClient })
+      const pool = new pg.Pool({
+        connectionString: Redacted.value(url),
+        application_name: "svc",
+        Client: PreparingClient,
+        max: settings.poolSize,
+        connectionTimeoutMillis: settings.connectTimeoutMs,
+        idleTimeoutMillis: settings.idleTimeoutMs,
+        // The server cancels a long statement; the driver gives up on a silent server a second later.
+        statement_timeout: settings.statementTimeoutMs,
+        query_timeout: settings.statementTimeoutMs + 1000,
+        keepAlive: true
+      } as pg.PoolConfig)
       pool.on("error", () => {})
-      return Effect.tryPromise({
-        try: () => pool.query("SELECT 1"),
-        catch: (cause) => new SqlError({ cause, message: "Could not connect to the database at DATABASE_URL" })
-      }).pipe(
-        Effect.timeoutFail({
-          duration: "5 seconds",
-          onTimeout: () => new SqlError({ cause: new Error("timed out"), message: "Could not connect to the database at DATABASE_URL" })
-        }),
+      return awaitServer(pool, settings).pipe(
         Effect.tapError(() => Effect.promise(() => pool.end())),
         Effect.as(pool)
       )
@@ -52,7 +100,8 @@ export class DataDirInUse extends Data.TaggedError("DataDirInUse")<{ readonly da
   }
 }
 
-const isAlive = (pid: number) => {
+/** Whether a process with this id runs (EPERM: it does, as another user). */
+export const isAlive = (pid: number) => {
   try {
     process.kill(pid, 0)
     return true
@@ -90,7 +139,11 @@ export const openPglite = (dataDir: string) =>
 export const DatabaseLive = Layer.unwrapScoped(
   Effect.gen(function*() {
     const config = yield* AppConfig
-    if (config.databaseUrl !== undefined) return PgClient.layerFromPool({ acquire: serverPool(config.databaseUrl) })
+    if (config.databaseUrl !== undefined) {
+      // Waited for here, outside the SqlClient layer, so a start that gives up fails with its own line.
+      const pool = yield* serverPool(config.databaseUrl, config.file.database)
+      return PgClient.layerFromPool({ acquire: Effect.succeed(pool) })
+    }
     yield* Effect.logInfo(`embedded database in ${config.dataDir}`)
     return pgliteSqlClient(yield* openPglite(config.dataDir))
   })

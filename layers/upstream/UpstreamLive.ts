@@ -1,7 +1,8 @@
 /**
  * Calling upstreams with failover (failover.ts) under the configured retry
  * policy and the shared deployment health; streams open on their first chunk
- * with content (openStream.ts).
+ * with content (openStream.ts). Each route is asked for at most the output its
+ * hold reserved (outputCap.ts).
  */
 import { Effect, Layer } from "effect"
 import { AppConfig } from "../../services/Config.ts"
@@ -9,6 +10,7 @@ import { Health } from "../../services/Health.ts"
 import { Upstream } from "../../services/Upstream.ts"
 import { firstThatAnswers } from "./failover.ts"
 import { openStream } from "./openStream.ts"
+import { cappedFor } from "./outputCap.ts"
 
 export const UpstreamLive = Layer.effect(
   Upstream,
@@ -18,10 +20,11 @@ export const UpstreamLive = Layer.effect(
 
     return Upstream.of({
       complete: (targets, request) =>
-        firstThatAnswers(targets, policy, health, ({ deployment }) =>
-          deployment.adapter.complete({ request, upstreamModel: deployment.upstreamModel })),
+        firstThatAnswers(targets, policy, health, ({ deployment, outputTokens }) =>
+          deployment.adapter.complete({ request: cappedFor(request, outputTokens), upstreamModel: deployment.upstreamModel })),
       stream: (targets, request) =>
-        Effect.flatMap(Effect.scope, (scope) => firstThatAnswers(targets, policy, health, openStream(request, scope))),
+        Effect.flatMap(Effect.scope, (scope) =>
+          firstThatAnswers(targets, policy, health, (target) => openStream(cappedFor(request, target.outputTokens), scope)(target))),
       served: ({ attempts, target }, outcome) =>
         health.record(
           outcome.ok

@@ -24,6 +24,17 @@ export const stringOr = <A>(u: unknown, fallback: A): string | A => (typeof u ==
 
 export const intOr = (u: unknown, fallback: number): number => (Number.isInteger(u) ? (u as number) : fallback)
 
+/** Whether an upstream gave a figure at all (null counts as not given). */
+export const given = (u: unknown): boolean => u !== undefined && u !== null
+
+/**
+ * A token figure an upstream reported, passed on as it is when it is a number (billing judges
+ * it: layers/billing/usageCheck.ts) and as NaN when it is something else, so a malformed figure
+ * is seen as one instead of read as "no usage"; `absent` when it was not given.
+ */
+export const reportedCount = (u: unknown, absent: number = Number.NaN): number =>
+  typeof u === "number" ? u : given(u) ? Number.NaN : absent
+
 export const protocolFailure = (detail: string) => new UpstreamFailure({ kind: "protocol", detail })
 
 // Details go to the operators' log, which must hold no prompt or completion text: a JSON parse

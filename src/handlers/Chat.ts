@@ -3,7 +3,7 @@ import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect, Exit, Stream } from "effect"
 import type { ChatChunk } from "../../services/Chat.ts"
 import { ChatGateway } from "../../services/ChatGateway.ts"
-import { Idempotency, type IdempotencyKey, type StoredResponse } from "../../services/Idempotency.ts"
+import { completeQuietly, Idempotency, type IdempotencyKey, type StoredResponse } from "../../services/Idempotency.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentPrincipal } from "../api/Security.ts"
 import { billingHeaders } from "../http/billingHeaders.ts"
@@ -25,7 +25,7 @@ export const ChatHandlers = HttpApiBuilder.group(Api, "chat", (handlers) =>
       const sent: Array<ChatChunk> = []
       return chunks.pipe(
         Stream.tap((chunk) => Effect.sync(() => sent.push(chunk))),
-        Stream.ensuring(Effect.suspend(() => idempotency.complete(key, { status: 200, headers: head, body: { chunks: sent } })))
+        Stream.ensuring(Effect.suspend(() => completeQuietly(idempotency, key, { status: 200, headers: head, body: { chunks: sent } })))
       )
     }
 

@@ -2,7 +2,8 @@
  * The edge every request passes: it names the request (`x-request-id`),
  * sends the caller's rate-limit status (`x-ratelimit-*`), enforces the body limit, and turns every failure that is not already one of
  * our errors (unknown route, malformed or oversized body, schema mismatch,
- * defects) into one, so every error leaves in the contract's envelope.
+ * defects) into one, so every error leaves in the contract's envelope; a
+ * database outage is 503 `service_unavailable` with `Retry-After`.
  */
 import { FileSystem, Headers, HttpApiBuilder, HttpApp, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
@@ -17,6 +18,7 @@ import {
   NotFound,
   PayloadTooLarge
 } from "../../services/ApiError.ts"
+import { DatabaseStatus, isDatabaseOutage } from "../../services/DatabaseStatus.ts"
 import { fieldPath } from "../../services/fieldPath.ts"
 import { currentRateLimits, type RateLimitStatus } from "../../services/RateLimiter.ts"
 import { Ids } from "../../services/Ids.ts"
@@ -36,10 +38,14 @@ const fromDecodeError = (error: HttpApiDecodeError) => {
   })
 }
 
-/** Maps whatever failed into an error a caller may see; unexpected ones are logged and become 500. */
-export const toApiError = (limit: number) => (cause: Cause.Cause<unknown>): Effect.Effect<ApiError> => {
+/**
+ * Maps whatever failed into an error a caller may see; unexpected ones are logged and become 500.
+ * A database outage is 503 with `Retry-After`, logged once per change by `database`, not per request.
+ */
+export const toApiError = (limit: number, database?: DatabaseStatus["Type"]) => (cause: Cause.Cause<unknown>): Effect.Effect<ApiError> => {
   const error = Cause.squash(cause)
   if (isApiError(error)) return Effect.succeed(error)
+  if (database !== undefined && isDatabaseOutage(cause)) return Effect.as(database.observe(cause), database.unavailable())
   if (error instanceof HttpApiDecodeError) return Effect.succeed(fromDecodeError(error))
   if (HttpServerError.isServerError(error) && error._tag === "RouteNotFound") {
     return Effect.succeed(new NotFound({ message: `No route ${error.request.method} ${error.request.url}.` }))
@@ -68,7 +74,7 @@ const asJson = (request: HttpServerRequest.HttpServerRequest) =>
 
 /** The API-level middleware; `maxBodyBytes` from the config. */
 export const edgeMiddleware = (maxBodyBytes: number) =>
-  HttpApiBuilder.middleware(Api, Effect.map(Ids, (ids) => (app: HttpApp.Default) =>
+  HttpApiBuilder.middleware(Api, Effect.map(Effect.all([Ids, DatabaseStatus]), ([ids, database]) => (app: HttpApp.Default) =>
     Effect.gen(function*() {
       const requestId = ids.make("req")
       // Set on the fiber (not `locally`) so the error encoder, which runs after us, still sees it.
@@ -95,7 +101,7 @@ export const edgeMiddleware = (maxBodyBytes: number) =>
         Effect.provideService(HttpServerRequest.HttpServerRequest, request),
         Effect.provideService(MaxBodySize, Option.some(FileSystem.Size(maxBodyBytes))),
         Effect.catchAllCause((cause) =>
-          Effect.flatMap(toApiError(maxBodyBytes)(cause), (error) =>
+          Effect.flatMap(toApiError(maxBodyBytes, database)(cause), (error) =>
             Effect.zipRight(
               "retryAfterSeconds" in error && error.retryAfterSeconds !== undefined
                 ? HttpApp.appendPreResponseHandler((_, response) =>

@@ -33,6 +33,11 @@ export interface Behaviour {
   readonly resetAfterChunks?: number
   /** Streams: send a frame that is not JSON after this many data frames. */
   readonly malformedFrameAfter?: number
+  /**
+   * Report this usage instead of the honest one (a function of the request, so concurrent calls
+   * can differ); `undefined` reports none (no usage field, no usage chunk).
+   */
+  readonly usage?: (body: Record<string, any>, honest: Record<string, unknown>) => unknown
 }
 
 export interface FakeOpenAi extends FakeServer<Behaviour> {
@@ -161,7 +166,7 @@ const chunkJsons = (body: Json, answer: Answer): Array<Json> => {
     ]
     : [{ role: "assistant", content: "" }, ...answer.pieces.map((content) => ({ content }))]
   const chunks: Array<Json> = [...deltas.map((delta) => chunk(delta)), chunk({}, answer.toolCall ? "tool_calls" : "stop")]
-  if (body.stream_options?.include_usage) {
+  if (body.stream_options?.include_usage && answer.usage !== undefined) {
     chunks.push({ ...envelope(body, "chat.completion.chunk"), choices: [], usage: answer.usage })
   }
   return chunks
@@ -187,7 +192,8 @@ const answer = async (res: ServerResponse, body: Json, behaviour: Behaviour, res
     })
     return res.end(typeof error === "string" ? error : JSON.stringify(error))
   }
-  const reply = answerFor(body)
+  const honest = answerFor(body)
+  const reply = behaviour.usage === undefined ? honest : { ...honest, usage: behaviour.usage(body, honest.usage) as Json }
   if (!body.stream) {
     const json = JSON.stringify(completionJson(body, reply))
     res.writeHead(200, { "content-type": "application/json" })

@@ -1,7 +1,8 @@
 /**
  * The money invariants, checked in SQL after every billing test: per account,
  * credits − receipt totals = balance = sum of ledger entries; reserved = open
- * reservations; balance ≥ 0; no open reservation past its lease; one receipt
+ * reservations; a balance below zero by no more than its recorded overages
+ * (`payment.overage` events); no open reservation past its lease; one receipt
  * per settled reservation and none for released ones; upstream + margin = total.
  * Returns the violations, so a failing test shows them.
  */
@@ -14,7 +15,9 @@ export const moneyViolations = async (query: Query): Promise<ReadonlyArray<strin
         coalesce((SELECT sum(amount_usd) FROM ledger_entries l WHERE l.account_id = a.id AND l.kind = 'credit'), 0) AS credits,
         coalesce((SELECT sum(total_usd) FROM receipts r WHERE r.account_id = a.id), 0) AS charged,
         coalesce((SELECT sum(amount_usd) FROM ledger_entries l WHERE l.account_id = a.id), 0) AS ledger,
-        coalesce((SELECT sum(amount_usd) FROM reservations v WHERE v.account_id = a.id AND v.status = 'open'), 0) AS held
+        coalesce((SELECT sum(amount_usd) FROM reservations v WHERE v.account_id = a.id AND v.status = 'open'), 0) AS held,
+        coalesce((SELECT sum((data->>'overage_usd')::numeric) FROM events e
+                  WHERE e.account_id = a.id AND e.type = 'payment.overage'), 0) AS overages
       FROM accounts a
     )
     SELECT id || ': balance ' || balance_usd || ' but credits - receipts = ' || (credits - charged) AS violation
@@ -24,7 +27,8 @@ export const moneyViolations = async (query: Query): Promise<ReadonlyArray<strin
     UNION ALL
     SELECT id || ': reserved ' || reserved_usd || ' but open reservations hold ' || held FROM per_account WHERE reserved_usd <> held
     UNION ALL
-    SELECT id || ': negative balance ' || balance_usd FROM per_account WHERE balance_usd < 0
+    SELECT id || ': balance ' || balance_usd || ' below zero by more than its overages ' || overages
+      FROM per_account WHERE balance_usd < -overages
     UNION ALL
     SELECT 'reservation ' || id || ' open past its lease' FROM reservations WHERE status = 'open' AND expires_at < now()
     UNION ALL

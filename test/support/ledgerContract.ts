@@ -82,14 +82,72 @@ export const ledgerContract = (implementation: MoneyLayers) =>
           ])
       }))
 
-    it.effect("usage above the estimate is clamped to the amount reserved, out of the margin", () =>
+    it.effect("usage above the hold is charged in full: the balance goes below zero by the excess, with an overage event", () =>
       Effect.gen(function*() {
         const ledger = yield* Ledger
         const account = yield* openAccount("0.5")
         const reservation = yield* ledger.reserve({ accountId: account.id, requestId: "req_b", amount: usd("0.5") })
         const receipt = yield* ledger.settle(reservation, billFor("0.8", "0.3"))
-        expect(receipt.cost).toEqual({ upstream: usd("0.3"), margin: usd("0.2"), total: usd("0.5") })
-        expect(yield* balances(account.id)).toEqual({ balance: "0.000000000", reserved: "0.000000000" })
+        expect(receipt.cost).toEqual({ upstream: usd("0.3"), margin: usd("0.5"), total: usd("0.8") })
+        expect(receipt.balanceAfter).toBe(usd("-0.3"))
+        expect(yield* balances(account.id)).toEqual({ balance: "-0.300000000", reserved: "0.000000000" })
+        expect(yield* ledger.receipt(account.id, reservation.id)).toEqual(receipt)
+        expect(yield* eventsOf(account.id, "payment.overage", "payment.settled")).toEqual([
+          {
+            type: "payment.overage",
+            requestId: "req_b",
+            receiptId: reservation.id,
+            data: { held_usd: "0.500000000", charged_usd: "0.800000000", overage_usd: "0.300000000" }
+          },
+          {
+            type: "payment.settled",
+            requestId: "req_b",
+            receiptId: reservation.id,
+            data: { total_usd: "0.800000000", released_usd: "0.000000000" }
+          }
+        ])
+
+        // A negative balance admits nothing, not even a zero hold, until a credit covers it.
+        for (const amount of ["0.000000001", "0"]) {
+          const refused = yield* Effect.flip(ledger.reserve({ accountId: account.id, requestId: "req_b2", amount: usd(amount) }))
+          expect(refused._tag).toBe("InsufficientFunds")
+        }
+        const accounts = yield* Accounts
+        yield* accounts.addCredit(account.id, { amount: usd("0.4"), reference: "after-overage" })
+        expect((yield* Effect.flip(ledger.reserve({ accountId: account.id, requestId: "req_b3", amount: usd("0.2") })))._tag)
+          .toBe("InsufficientFunds")
+        const fits = yield* ledger.reserve({ accountId: account.id, requestId: "req_b4", amount: usd("0.1") })
+        yield* ledger.release(fits)
+        expect(yield* balances(account.id)).toEqual({ balance: "0.100000000", reserved: "0.000000000" })
+      }))
+
+    it.effect("a bill that cannot be written fails alone: settled together, the others get their receipts", () =>
+      Effect.gen(function*() {
+        const ledger = yield* Ledger
+        const account = yield* openAccount("1")
+        const reservations = yield* Effect.forEach(
+          ["req_h1", "req_h2", "req_h3", "req_h4"],
+          (requestId) => ledger.reserve({ accountId: account.id, requestId, amount: usd("0.1") })
+        )
+        const good = billFor("0.05")
+        const bad = [
+          { ...good, usage: { inputTokens: -1, outputTokens: 20 } },
+          { ...good, usage: { inputTokens: 10, outputTokens: 2 ** 31 } }
+        ]
+        const bills = [good, bad[0]!, good, bad[1]!]
+        const exits = yield* Effect.all(
+          reservations.map((reservation, i) => Effect.exit(ledger.settle(reservation, bills[i]!))),
+          { concurrency: "unbounded" }
+        )
+        expect(exits.map((exit) => exit._tag)).toEqual(["Success", "Failure", "Success", "Failure"])
+        expect(exits.map((exit) => Exit.isFailure(exit) && exit.cause._tag === "Die")).toEqual([false, true, false, true])
+        expect(yield* balances(account.id)).toEqual({ balance: "0.900000000", reserved: "0.200000000" })
+        // The refused calls' holds stay open until released (or swept): nothing was written for them.
+        for (const i of [1, 3]) {
+          expect(Exit.isFailure(yield* Effect.exit(ledger.receipt(account.id, reservations[i]!.id)))).toBe(true)
+          yield* ledger.release(reservations[i]!)
+        }
+        expect(yield* balances(account.id)).toEqual({ balance: "0.900000000", reserved: "0.000000000" })
       }))
 
     it.effect("insufficient funds when the available balance (balance − reserved) is below the amount", () =>
@@ -132,23 +190,29 @@ export const ledgerContract = (implementation: MoneyLayers) =>
         expect(yield* balances(account.id)).toEqual({ balance: "0.900000000", reserved: "0.000000000" })
       }))
 
-    it.effect("an expired lease is swept once; the late settlement holds what is available again and charges it", () =>
+    it.effect("an expired lease is swept once; the late settlement holds what is available again and charges in full", () =>
       Effect.gen(function*() {
         const ledger = yield* Ledger
         const account = yield* openAccount("1")
         const reservation = yield* ledger.reserve({ accountId: account.id, requestId: "req_f", amount: usd("0.4") })
-        expect(yield* ledger.sweepExpired).toBe(0)
+        expect(yield* ledger.sweepExpired()).toBe(0)
         yield* implementation.passLease
-        expect(yield* ledger.sweepExpired).toBe(1)
-        expect(yield* ledger.sweepExpired).toBe(0)
+        expect(yield* ledger.sweepExpired()).toBe(1)
+        expect(yield* ledger.sweepExpired()).toBe(0)
         expect(yield* balances(account.id)).toEqual({ balance: "1.000000000", reserved: "0.000000000" })
         expect(yield* eventsOf(account.id, "payment.released")).toEqual([
           { type: "payment.released", requestId: "req_f", receiptId: reservation.id, data: { amount_usd: "0.400000000", reason: "lease_expired" } }
         ])
 
+        // Meanwhile another call holds most of the balance: the late one holds what is left and is charged in full.
+        const other = yield* ledger.reserve({ accountId: account.id, requestId: "req_f2", amount: usd("0.9") })
         const receipt = yield* ledger.settle(reservation, billFor("0.3"))
         expect(receipt.cost.total).toBe(usd("0.3"))
-        expect(yield* balances(account.id)).toEqual({ balance: "0.700000000", reserved: "0.000000000" })
+        expect(yield* balances(account.id)).toEqual({ balance: "0.700000000", reserved: "0.900000000" })
+        expect((yield* eventsOf(account.id, "payment.overage")).map((event) => event.data)).toEqual([
+          { held_usd: "0.100000000", charged_usd: "0.300000000", overage_usd: "0.200000000" }
+        ])
+        yield* ledger.release(other)
       }))
 
     it.effect("Accounts: a credit is idempotent by reference, and a reused reference with another amount conflicts", () =>

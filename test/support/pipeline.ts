@@ -141,7 +141,7 @@ export const recordingLedger = (available = usd(100)) => {
         })
       }),
     release: (reservation) => Effect.sync(() => void log.push(`release ${reservation.id}`)),
-    sweepExpired: Effect.succeed(0),
+    sweepExpired: () => Effect.succeed(0),
     receipt: () => Effect.die("not used")
   }
   return { layer: Layer.succeed(Ledger, ledger), log, bills }

@@ -87,7 +87,11 @@ export interface Plan {
   readonly answerTool: string | undefined
 }
 
-/** `defaultMaxTokens` is sent when the caller sets no limit: Anthropic requires `max_tokens`. */
+/**
+ * `defaultMaxTokens` is sent when the request carries no limit (Anthropic requires `max_tokens`); through the
+ * gateway it always carries one, the output its hold reserved (layers/upstream/outputCap.ts), so this
+ * default can never ask for more than was held.
+ */
 export const planOf = (call: UpstreamCall, streaming: boolean, defaultMaxTokens: number): Plan => {
   const { request } = call
   const { system, messages } = conversationOf(request.messages)

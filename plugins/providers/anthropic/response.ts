@@ -7,7 +7,7 @@
  */
 import type { FinishReason, ToolCall, Usage } from "../../../services/Chat.ts"
 import type { UpstreamCompletion } from "../../../services/Providers.ts"
-import { arrayOf, errorKindOf, intOr, isRecord, type Json, Malformed, recordOf, stringOr } from "../../support/json.ts"
+import { arrayOf, errorKindOf, given, isRecord, type Json, Malformed, recordOf, reportedCount, stringOr } from "../../support/json.ts"
 
 /** What callers see: the `toolu_` prefix would name the upstream. */
 export const callerToolId = (id: string) => (id.startsWith("toolu_") ? `call_${id.slice("toolu_".length)}` : id)
@@ -26,16 +26,15 @@ export const finishReasonOf = (stopReason: unknown, madeToolCalls: boolean): Fin
 }
 
 /** Cache reads and writes are input too: the caller pays for the whole prompt. */
-const promptTokensOf = (usage: Json): number | undefined =>
-  Number.isInteger(usage.input_tokens)
-    ? (usage.input_tokens as number) + intOr(usage.cache_creation_input_tokens, 0) + intOr(usage.cache_read_input_tokens, 0)
-    : undefined
+const promptTokensOf = (usage: Json): number =>
+  reportedCount(usage.input_tokens) + reportedCount(usage.cache_creation_input_tokens, 0) +
+  reportedCount(usage.cache_read_input_tokens, 0)
 
+/** Usage as reported: absent when neither figure is given; a figure that is missing or no number is NaN. */
 export const usageOf = (u: unknown): Usage | undefined => {
-  if (!isRecord(u)) return undefined
+  if (!isRecord(u) || (!given(u.input_tokens) && !given(u.output_tokens))) return undefined
   const prompt_tokens = promptTokensOf(u)
-  if (prompt_tokens === undefined || !Number.isInteger(u.output_tokens)) return undefined
-  const completion_tokens = u.output_tokens as number
+  const completion_tokens = reportedCount(u.output_tokens)
   return { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens }
 }
 

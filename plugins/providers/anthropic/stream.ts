@@ -6,7 +6,7 @@
  * `ping` and event types Anthropic may add later are skipped.
  */
 import type { ChatChunk, FinishReason, ToolCallDelta } from "../../../services/Chat.ts"
-import { intOr, isRecord, type Json, Malformed, recordOf, stringOr } from "../../support/json.ts"
+import { given, intOr, isRecord, type Json, Malformed, recordOf, stringOr } from "../../support/json.ts"
 import type { SseEvent, Translation } from "../../support/sse.ts"
 import { callerToolId, errorMessageOf, finishReasonOf, usageOf } from "./response.ts"
 
@@ -39,7 +39,8 @@ export const translator = (upstreamModel: string, answerTool: string | undefined
   const content = (text: string) => ({ out: [chunk({ content: text })], done: false })
   const toolDelta = (delta: ToolCallDelta) => ({ out: [chunk({ tool_calls: [delta] })], done: false })
   const noteUsage = (u: unknown) => {
-    if (isRecord(u)) for (const [key, value] of Object.entries(u)) if (Number.isInteger(value)) usage[key] = value
+    // Every figure given, valid or not: billing judges them (a malformed one must not leave an earlier one standing).
+    if (isRecord(u)) for (const [key, value] of Object.entries(u)) if (given(value)) usage[key] = value
   }
   /** Arguments of a block: its streamed JSON, or the start's input when nothing was streamed. */
   const argumentsDelta = (block: Extract<StreamBlock, { emitted: boolean }>, partial: string | undefined) => {

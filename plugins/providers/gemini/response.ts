@@ -6,7 +6,7 @@
  */
 import type { FinishReason, ToolCall, Usage } from "../../../services/Chat.ts"
 import type { UpstreamCompletion } from "../../../services/Providers.ts"
-import { arrayOf, errorKindOf, fail, intOr, isRecord, type Json, Malformed, recordOf, stringOr } from "../../support/json.ts"
+import { arrayOf, errorKindOf, fail, given, isRecord, type Json, Malformed, recordOf, reportedCount, stringOr } from "../../support/json.ts"
 
 const FILTERED = new Set(["SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY"])
 
@@ -20,9 +20,10 @@ export const finishReasonOf = (u: unknown, calledTools: boolean): FinishReason |
 
 /** Thinking tokens are generated and billed as output, like OpenAI's reasoning tokens. */
 export const usageOf = (u: unknown): Usage | undefined => {
-  if (!isRecord(u) || !Number.isInteger(u.promptTokenCount)) return undefined
-  const prompt_tokens = (u.promptTokenCount as number) + intOr(u.toolUsePromptTokenCount, 0)
-  const completion_tokens = intOr(u.candidatesTokenCount, 0) + intOr(u.thoughtsTokenCount, 0)
+  if (!isRecord(u) || !given(u.promptTokenCount)) return undefined
+  // A figure that is not a number is NaN, for billing to judge (layers/billing/usageCheck.ts).
+  const prompt_tokens = reportedCount(u.promptTokenCount) + reportedCount(u.toolUsePromptTokenCount, 0)
+  const completion_tokens = reportedCount(u.candidatesTokenCount, 0) + reportedCount(u.thoughtsTokenCount, 0)
   return { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens }
 }
 

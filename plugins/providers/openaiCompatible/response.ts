@@ -5,7 +5,7 @@
  */
 import type { FinishReason, ToolCall, Usage } from "../../../services/Chat.ts"
 import type { UpstreamCompletion } from "../../../services/Providers.ts"
-import { arrayOf, errorKindOf, fail, intOr, isRecord, type Json, Malformed, recordOf, stringOr } from "../../support/json.ts"
+import { arrayOf, errorKindOf, fail, given, intOr, isRecord, type Json, Malformed, recordOf, reportedCount, stringOr } from "../../support/json.ts"
 
 export const finishReasonOf = (u: unknown): FinishReason | null => {
   switch (u) {
@@ -24,10 +24,11 @@ export const finishReasonOf = (u: unknown): FinishReason | null => {
   }
 }
 
+/** Usage as reported: absent when neither figure is given; a figure that is missing or no number is NaN. */
 export const usageOf = (u: unknown): Usage | undefined => {
-  if (!isRecord(u) || !Number.isInteger(u.prompt_tokens) || !Number.isInteger(u.completion_tokens)) return undefined
-  const prompt_tokens = u.prompt_tokens as number
-  const completion_tokens = u.completion_tokens as number
+  if (!isRecord(u) || (!given(u.prompt_tokens) && !given(u.completion_tokens))) return undefined
+  const prompt_tokens = reportedCount(u.prompt_tokens)
+  const completion_tokens = reportedCount(u.completion_tokens)
   return { prompt_tokens, completion_tokens, total_tokens: intOr(u.total_tokens, prompt_tokens + completion_tokens) }
 }
 

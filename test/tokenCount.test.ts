@@ -1,0 +1,76 @@
+/**
+ * Token counting is linear and never counts much less than the tokenizer:
+ * exact for ordinary text, at most a little above it where long pre-tokens
+ * are cut, and the UTF-8 byte length (an upper bound) past the budget.
+ */
+import fc from "fast-check"
+import { countTokens } from "gpt-tokenizer/encoding/o200k_base"
+import { describe, expect, it } from "vitest"
+import { counter, MAX_EXACT_BYTES, MAX_PIECE, slicedCount, utf8Bytes } from "../layers/billing/tokenCount.ts"
+
+const exact = (text: string) => countTokens(text, { disallowedSpecial: new Set() })
+
+/** Text where the cuts matter: long runs of one character and of few, several scripts and whitespace kinds. */
+const alphabet = ["a", "A", "b", "Z", "7", " ", "\n", "\t", "!", "-", "'", "é", "中", "文", "😀", "\u0301", "\ud800"]
+const hostile = fc.array(
+  fc.tuple(fc.constantFrom(...alphabet), fc.integer({ min: 1, max: 60 })).map(([c, n]) => c.repeat(n)),
+  { maxLength: 12 }
+).map((runs) => runs.join(""))
+
+const prose = [
+  "The quick brown fox jumps over the lazy dog.",
+  "Ünïcödé, emoji 😀 and 中文字符 in one line;\n\tthen a tab and `code()` with 12345 digits.",
+  "Don't stop — it's fine, isn't it? I'll see; they'd've known.",
+  "<|endoftext|> is counted as plain text here."
+]
+
+describe("counting text", () => {
+  it("is exact for ordinary text", () => {
+    for (const text of prose) expect(counter()(text)).toBe(exact(text))
+    fc.assert(fc.property(fc.string({ maxLength: 200 }), (text) => counter()(text) === exact(text)))
+    fc.assert(fc.property(fc.string({ unit: "grapheme", maxLength: 100 }), (text) => counter()(text) === exact(text)))
+  })
+
+  it("counts pathological and random text no lower than the tokenizer, and at most two tokens per cut above it", () => {
+    // Small pieces put many cuts into short texts, where the exact count is still cheap.
+    for (const maxPiece of [3, 8, 32]) {
+      fc.assert(
+        fc.property(hostile, (text) => {
+          const bounded = slicedCount(text, maxPiece)
+          const truth = exact(text)
+          const cuts = Math.ceil(text.length / maxPiece)
+          return bounded >= truth && bounded <= truth + 2 * cuts
+        }),
+        { numRuns: 2000 }
+      )
+    }
+  })
+
+  it("cuts a long run into pieces and still counts it about right", () => {
+    const run = "A".repeat(20 * MAX_PIECE)
+    expect(slicedCount(run)).toBeGreaterThanOrEqual(exact(run))
+    expect(slicedCount(run)).toBeLessThanOrEqual(exact(run) + 2 * 20)
+  })
+
+  it("counts text past the request's budget as its UTF-8 byte length, which no token count exceeds", () => {
+    const count = counter(100)
+    expect(count("hello world")).toBe(2)
+    const long = "中".repeat(50)
+    expect(count(long)).toBe(150)
+    expect(utf8Bytes(long)).toBeGreaterThanOrEqual(exact(long))
+    fc.assert(fc.property(hostile, (text) => counter(0)(text) === utf8Bytes(text) && utf8Bytes(text) >= exact(text)))
+  })
+
+  it("counts a 5 MB run of one character without the tokenizer", () => {
+    const text = "A".repeat(5 * 1024 * 1024)
+    expect(text.length).toBeGreaterThan(MAX_EXACT_BYTES)
+    expect(counter()(text)).toBe(text.length)
+  })
+
+  it("shares the budget between the texts of one request", () => {
+    const count = counter(10)
+    expect(count("hello")).toBe(1)
+    expect(count("hello")).toBe(1)
+    expect(count("hello")).toBe(5)
+  })
+})
