@@ -121,7 +121,7 @@ export const RateLimiterLive = Layer.effect(
             const what = short.map(({ bucket }) =>
               bucket === requests ? `${bucket.limit} requests per minute` : `${bucket.limit} tokens per minute`
             ).join(" and ")
-            return yield* retryLater(what, Math.max(...short.map(({ ms }) => ms)))
+            return yield* retryLater(what || "the key's limits", Math.max(0, ...short.map(({ ms }) => ms)))
           }
           if (tokenBucket === undefined) return unlimited
           return {
