@@ -1,12 +1,14 @@
 /**
  * Calling upstreams with failover (failover.ts) under the configured retry
  * policy and the shared deployment health; streams open on their first chunk
- * with content (openStream.ts).
+ * with content (openStream.ts). Each call gets its deadline when it starts,
+ * and each attempt its provider's `timeoutMs` within it (deadline.ts).
  */
 import { Effect, Layer } from "effect"
 import { AppConfig } from "../../services/Config.ts"
 import { Health } from "../../services/Health.ts"
 import { Upstream } from "../../services/Upstream.ts"
+import { callDeadline, withinAttempt } from "./deadline.ts"
 import { firstThatAnswers } from "./failover.ts"
 import { openStream } from "./openStream.ts"
 
@@ -14,14 +16,22 @@ export const UpstreamLive = Layer.effect(
   Upstream,
   Effect.gen(function*() {
     const health = yield* Health
-    const policy = (yield* AppConfig).file.routing.retry
+    const routing = (yield* AppConfig).file.routing
+    const policy = { ...routing.retry, faultCooldownSeconds: routing.health.cooldownSeconds }
 
     return Upstream.of({
       complete: (targets, request) =>
-        firstThatAnswers(targets, policy, health, ({ deployment }) =>
-          deployment.adapter.complete({ request, upstreamModel: deployment.upstreamModel })),
+        Effect.flatMap(callDeadline(routing.deadline), (deadline) =>
+          firstThatAnswers(targets, { ...policy, deadlineAt: deadline.deadlineAt }, health, ({ deployment }) =>
+            withinAttempt(
+              deployment.adapter.complete({ request, upstreamModel: deployment.upstreamModel }),
+              deployment.provider.timeoutMs,
+              deadline
+            ))),
       stream: (targets, request) =>
-        Effect.flatMap(Effect.scope, (scope) => firstThatAnswers(targets, policy, health, openStream(request, scope))),
+        Effect.all([Effect.scope, callDeadline(routing.deadline)]).pipe(Effect.flatMap(([scope, deadline]) =>
+          firstThatAnswers(targets, { ...policy, deadlineAt: deadline.deadlineAt }, health, openStream(request, scope, deadline))
+        )),
       served: ({ attempts, target }, outcome) =>
         health.record(
           outcome.ok
