@@ -8,7 +8,7 @@
  * and the caller's 504 / SSE error frame follow as for any timeout. Times
  * come from `Clock`.
  */
-import { Clock, Effect, Option } from "effect"
+import { Chunk, Clock, Effect, Option } from "effect"
 import { UpstreamFailure } from "../../services/Providers.ts"
 
 /** When the call must be over (epoch ms, `Clock`), and the stream idle limit. */
@@ -44,18 +44,19 @@ export const withinAttempt = <A, E, R>(effect: Effect.Effect<A, E, R>, timeoutMs
   Effect.flatMap(attemptEnd(timeoutMs, deadline), (endAt) => endingBy(effect, endAt))
 
 /**
- * One pull of a stream after its first chunk: within the idle limit and the attempt's end. A pull
- * fails with `Option.some` of the failure (`Stream.repeatEffectChunkOption`'s convention).
+ * One pull of a stream after its first chunk: the next chunk with content (empty pulls — bytes
+ * that made no chunk, keep-alives — do not count as activity) within the idle limit and the
+ * attempt's end. A pull fails with `Option.some` of the failure (`Stream.repeatEffectChunkOption`'s convention).
  */
 export const pullBy = <A>(
-  pull: Effect.Effect<A, Option.Option<UpstreamFailure>>,
+  pull: Effect.Effect<Chunk.Chunk<A>, Option.Option<UpstreamFailure>>,
   endAt: number,
   idleMs: number
-): Effect.Effect<A, Option.Option<UpstreamFailure>> =>
+): Effect.Effect<Chunk.Chunk<A>, Option.Option<UpstreamFailure>> =>
   Effect.flatMap(Clock.currentTimeMillis, (now) => {
     const left = endAt - now
     const idle = idleMs < left
-    return Effect.timeoutFail(pull, {
+    return Effect.timeoutFail(Effect.repeat(pull, { until: Chunk.isNonEmpty }), {
       duration: Math.max(0, idle ? idleMs : left),
       onTimeout: () =>
         Option.some(idle ? timedOut("the stream went idle", idleMs) : timedOut("the attempt ran out of time", left))
