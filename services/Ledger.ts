@@ -81,6 +81,11 @@ export class Ledger extends Context.Tag("svc/Ledger")<Ledger, {
   readonly settle: (reservation: Reservation, bill: Bill) => Effect.Effect<Receipt>
   /** Frees a reservation without charging (the call failed). Releasing twice is harmless. */
   readonly release: (reservation: Reservation) => Effect.Effect<void>
+  /**
+   * Restarts the lease of a reservation still open (its call is still running: the heartbeat), so
+   * the sweeper leaves it alone; a reservation that ended is left as it is.
+   */
+  readonly renew: (reservation: Reservation) => Effect.Effect<void>
   /** Releases reservations whose lease ran out (their process died); returns how many. */
   readonly sweepExpired: Effect.Effect<number>
   /** A receipt of the given account; another account's receipt is not found. */

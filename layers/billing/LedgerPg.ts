@@ -9,7 +9,7 @@
  *   (layers/billing/ledgerReserve.ts).
  * - A settlement statement closes the reservations (each once), charges, and
  *   writes the ledger entries, receipts and events (ledgerSettle.ts).
- * Releases and the lease sweep are single statements (ledgerRelease.ts).
+ * Releases, lease renewals and the lease sweep are single statements (ledgerRelease.ts).
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, type Exit, Layer } from "effect"
@@ -19,7 +19,7 @@ import { AppConfig } from "../../services/Config.ts"
 import { Ids } from "../../services/Ids.ts"
 import { Ledger, type Receipt, type Reservation } from "../../services/Ledger.ts"
 import { makeSerialBatches } from "../storage/serialBatches.ts"
-import { makeRelease, sweepExpired } from "./ledgerRelease.ts"
+import { makeRelease, makeRenew, sweepExpired } from "./ledgerRelease.ts"
 import { makeReserveBatch } from "./ledgerReserve.ts"
 import { type LedgerItem, type ReceiptRow, toReceipt } from "./ledgerRows.ts"
 import { makeSettleBatch } from "./ledgerSettle.ts"
@@ -71,6 +71,8 @@ export const LedgerPg = Layer.scoped(
         >,
 
       release: makeRelease(sql, ids),
+
+      renew: makeRenew(sql, lease),
 
       sweepExpired: sweepExpired(sql),
 
