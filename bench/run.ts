@@ -4,11 +4,13 @@
  * fake upstream, interleaved round by round; prints ratios, which is all a
  * noisy machine lets us compare. Every server and the load generator run in
  * their own processes. Knobs: BENCH_SECONDS (per round at 32 connections, 5),
- * BENCH_ROUNDS (3), BENCH_CPU_PROF=<dir> (CPU profile of the gateway process).
+ * BENCH_ROUNDS (3), BENCH_CPU_PROF=<dir> (CPU profile of the gateway process),
+ * BENCH_ONLY=fairness (only the fairness table, bench/fairness.ts).
  */
 import type { ChildProcess } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { children, median, nextMessage, spawnChild } from "./children.ts"
+import { fairness } from "./fairness.ts"
 import type { Job, Result } from "./load.ts"
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
@@ -66,6 +68,13 @@ const main = async () => {
       const whole = mode === "json" ? text.includes("benchmark") : text.trimEnd().endsWith("data: [DONE]")
       if (response.status !== 200 || !whole) throw new Error(`${name} ${mode}: ${response.status} ${text.slice(0, 300)}`)
     }
+  }
+
+  if (process.env.BENCH_ONLY === "fairness") {
+    await fairness(gateway, () => spawn("./load.ts"), ROUNDS, SECONDS)
+    for (const child of children) child.send("stop")
+    clearTimeout(deadline)
+    return
   }
 
   const loader = spawn("./load.ts")
@@ -146,6 +155,8 @@ const main = async () => {
     "Reproduce: `timeout 300 npm run bench` (env: BENCH_SECONDS, BENCH_ROUNDS, BENCH_CPU_PROF=<dir>)."
   )
   console.log(lines.join("\n"))
+
+  await fairness(gateway, () => spawn("./load.ts"), ROUNDS, LATENCY_SECONDS * 2)
 
   for (const child of children) child.send("stop")
   await Promise.all(children.map((child) => child.exitCode !== null ? null : new Promise((r) => child.once("exit", r))))
