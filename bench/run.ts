@@ -5,11 +5,13 @@
  * noisy machine lets us compare. Every server and the load generator run in
  * their own processes. Knobs: BENCH_SECONDS (per round at 32 connections, 5),
  * BENCH_ROUNDS (3), BENCH_CPU_PROF=<dir> (CPU profile of the gateway process),
- * BENCH_ONLY=fairness (only the fairness table, bench/fairness.ts).
+ * BENCH_ONLY=fairness (only the fairness table, bench/fairness.ts),
+ * BENCH_ONLY=embeddings (only the stall of a huge embeddings answer, bench/embeddingsStall.ts).
  */
 import type { ChildProcess } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { children, median, nextMessage, spawnChild } from "./children.ts"
+import { embeddingsStall } from "./embeddingsStall.ts"
 import { fairness } from "./fairness.ts"
 import type { Job, Result } from "./load.ts"
 
@@ -46,6 +48,7 @@ const startServer = async (args: Array<string>, execArgv: Array<string> = []) =>
 }
 
 const main = async () => {
+  if (process.env.BENCH_ONLY === "embeddings") return embeddingsStall().then(() => clearTimeout(deadline))
   const began = Date.now()
   const upstream = await startServer(["upstream"])
   const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []
@@ -159,6 +162,7 @@ const main = async () => {
   await fairness(gateway, () => spawn("./load.ts"), ROUNDS, LATENCY_SECONDS * 2)
 
   for (const child of children) child.send("stop")
+  await embeddingsStall()
   await Promise.all(children.map((child) => child.exitCode !== null ? null : new Promise((r) => child.once("exit", r))))
   clearTimeout(deadline)
 }

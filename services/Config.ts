@@ -54,6 +54,8 @@ export const ModelConfig = Schema.Struct({
   modalities: Schema.Array(Modality).pipe(Schema.minItems(1)),
   capabilities: Schema.Array(Capability).pipe(Schema.minItems(1)),
   supported_parameters: Schema.optional(Schema.Array(Schema.String)),
+  /** Embedding models: the longest vector it makes, so the largest `dimensions` a caller may ask for. */
+  dimensions: Schema.optional(PositiveInt),
   /** Quality score in [0, 1], used by router modes. */
   quality: Schema.optional(Schema.Number.pipe(Schema.between(0, 1)))
 })

@@ -20,6 +20,7 @@ import { Chunk, Clock, Effect, Stream } from "effect"
 import type { ChatChunk, Usage } from "../../services/Chat.ts"
 import type { PrivacyBlock } from "../../services/Privacy.ts"
 import type { UpstreamFailure } from "../../services/Providers.ts"
+import { eventLoopTurn } from "../../plugins/support/eventLoopTurn.ts"
 
 export interface RelayOptions {
   readonly id: string
@@ -40,15 +41,6 @@ const generatedText = (chunk: ChatChunk) => {
   }
   return text
 }
-
-/**
- * One turn of the event loop (`setImmediate`: after pending I/O callbacks), so that other
- * requests' sockets are served between two batches of a stream.
- */
-export const eventLoopTurn: Effect.Effect<void> = Effect.async<void>((resume) => {
-  const handle = setImmediate(() => resume(Effect.void))
-  return Effect.sync(() => clearImmediate(handle))
-})
 
 /** Chunks relayed (relabelled, encoded, written) between two turns of the event loop. */
 export const FRAMES_PER_TURN = 16
