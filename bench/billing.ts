@@ -75,6 +75,7 @@ export const NoopLedger = Layer.succeed(Ledger, {
       return receiptOf(reservation, bill, { total: bill.cost.total, balanceAfter: 0n, createdAt: now, settledAt: now })
     }),
   release: () => Effect.void,
+  renew: () => Effect.void,
   sweepExpired: () => Effect.succeed(0),
   receipt: (_accountId, id) => Effect.fail(new NotFound({ message: `No receipt ${id}.`, param: "id" }))
 })

@@ -4,11 +4,15 @@
  * fake upstream, interleaved round by round; prints ratios, which is all a
  * noisy machine lets us compare. Every server and the load generator run in
  * their own processes. Knobs: BENCH_SECONDS (per round at 32 connections, 5),
- * BENCH_ROUNDS (3), BENCH_CPU_PROF=<dir> (CPU profile of the gateway process).
+ * BENCH_ROUNDS (3), BENCH_CPU_PROF=<dir> (CPU profile of the gateway process),
+ * BENCH_ONLY=fairness (only the fairness table, bench/fairness.ts),
+ * BENCH_ONLY=embeddings (only the stall of a huge embeddings answer, bench/embeddingsStall.ts).
  */
 import type { ChildProcess } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { children, median, nextMessage, spawnChild } from "./children.ts"
+import { embeddingsStall } from "./embeddingsStall.ts"
+import { fairness } from "./fairness.ts"
 import type { Job, Result } from "./load.ts"
 import { measureRefusal } from "./refusal.ts"
 
@@ -45,6 +49,7 @@ const startServer = async (args: Array<string>, execArgv: Array<string> = []) =>
 }
 
 const main = async () => {
+  if (process.env.BENCH_ONLY === "embeddings") return embeddingsStall().then(() => clearTimeout(deadline))
   const began = Date.now()
   const upstream = await startServer(["upstream"])
   const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []
@@ -67,6 +72,13 @@ const main = async () => {
       const whole = mode === "json" ? text.includes("benchmark") : text.trimEnd().endsWith("data: [DONE]")
       if (response.status !== 200 || !whole) throw new Error(`${name} ${mode}: ${response.status} ${text.slice(0, 300)}`)
     }
+  }
+
+  if (process.env.BENCH_ONLY === "fairness") {
+    await fairness(gateway, () => spawn("./load.ts"), ROUNDS, SECONDS)
+    for (const child of children) child.send("stop")
+    clearTimeout(deadline)
+    return
   }
 
   const refusal = await measureRefusal(gateway, bodies.json)
@@ -152,7 +164,10 @@ const main = async () => {
   )
   console.log(lines.join("\n"))
 
+  await fairness(gateway, () => spawn("./load.ts"), ROUNDS, LATENCY_SECONDS * 2)
+
   for (const child of children) child.send("stop")
+  await embeddingsStall()
   await Promise.all(children.map((child) => child.exitCode !== null ? null : new Promise((r) => child.once("exit", r))))
   clearTimeout(deadline)
 }

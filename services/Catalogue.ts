@@ -19,6 +19,8 @@ export interface Model {
   readonly id: string
   readonly name: string
   readonly context: number
+  /** Embedding models: the largest `dimensions` a caller may ask for (config); none: the API's own bound. */
+  readonly dimensions?: number
   /** What the customer pays. */
   readonly pricing: TokenPrice
   readonly modalities: ReadonlyArray<Modality>

@@ -54,6 +54,8 @@ export const ModelConfig = Schema.Struct({
   modalities: Schema.Array(Modality).pipe(Schema.minItems(1)),
   capabilities: Schema.Array(Capability).pipe(Schema.minItems(1)),
   supported_parameters: Schema.optional(Schema.Array(Schema.String)),
+  /** Embedding models: the longest vector it makes, so the largest `dimensions` a caller may ask for. */
+  dimensions: Schema.optional(PositiveInt),
   /** Quality score in [0, 1], used by router modes. */
   quality: Schema.optional(Schema.Number.pipe(Schema.between(0, 1)))
 })
@@ -102,6 +104,7 @@ export const ProviderConfig = Schema.Struct({
   plugin: Schema.String,
   baseUrl: Schema.optional(Schema.String.pipe(Schema.pattern(/^https?:\/\//, { message: () => "expected an http(s) URL" }))),
   apiKeyEnv: Schema.optional(Schema.String),
+  /** One attempt, from connecting to its last byte (a stream's too); `routing.deadline` bounds the whole call. */
   timeoutMs: Schema.optionalWith(PositiveInt, { default: () => 60_000 }),
   privacy: Schema.optional(ProviderPrivacy),
   /** The plugin's own settings, decoded with the plugin's options schema when its adapter is made. */
@@ -175,6 +178,19 @@ const databaseDefaults: DatabaseSettings = {
   retryAfterSeconds: 5,
   probeIntervalMs: 1000
 }
+/**
+ * How long a call may take (layers/upstream/deadline.ts). Each attempt is also bounded, from
+ * connecting to its last byte, by its provider's `timeoutMs`.
+ */
+export const DeadlineSettings = Schema.Struct({
+  /** The whole call, over all its attempts and backoffs, streaming included. */
+  callMs: Schema.optionalWith(PositiveInt, { default: () => 300_000 }),
+  /** A stream that delivers nothing for this long after its first chunk is cut off. */
+  streamIdleMs: Schema.optionalWith(PositiveInt, { default: () => 30_000 })
+})
+export type DeadlineSettings = typeof DeadlineSettings.Type
+
+const deadlineDefaults: DeadlineSettings = { callMs: 300_000, streamIdleMs: 30_000 }
 
 /** A limit: a whole number from 1 to 2³¹−1. */
 const LimitValue = PositiveInt.pipe(Schema.lessThanOrEqualTo(2_147_483_647))
@@ -204,13 +220,14 @@ export const ConfigFile = Schema.Struct({
     Schema.Struct({
       health: Schema.optionalWith(HealthSettings, { default: () => healthDefaults }),
       retry: Schema.optionalWith(RetrySettings, { default: () => retryDefaults }),
+      deadline: Schema.optionalWith(DeadlineSettings, { default: () => deadlineDefaults }),
       /**
        * Options of each router mode, by mode name (`{"fast": {"maxP95Ratio": 2.5}}`); each mode decodes
        * its own at start (services/Router.ts `registerStrategy`), and an unknown mode name stops the start.
        */
       modes: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.Unknown }), { default: () => ({}) })
     }),
-    { default: () => ({ health: healthDefaults, retry: retryDefaults, modes: {} }) }
+    { default: () => ({ health: healthDefaults, retry: retryDefaults, deadline: deadlineDefaults, modes: {} }) }
   ),
   promptStorage: Schema.optionalWith(
     Schema.Struct({

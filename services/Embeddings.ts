@@ -7,8 +7,10 @@ import { Schema } from "effect"
 
 /** Inputs per request, as OpenAI allows. */
 export const MAX_EMBEDDING_INPUTS = 2048
-/** Largest `dimensions` accepted. */
+/** Largest `dimensions` accepted of any model; a model's own (catalogue `dimensions`) may be smaller. */
 export const MAX_EMBEDDING_DIMENSIONS = 4096
+/** Input tokens of one request, all inputs together, as OpenAI allows. */
+export const MAX_EMBEDDING_REQUEST_TOKENS = 300_000
 
 export const EmbeddingsRequest = Schema.Struct({
   model: Schema.String,
@@ -43,18 +45,22 @@ export interface EmbedCall {
   readonly upstreamModel: string
 }
 
-/** An upstream's answer: one vector per input, in input order, and the input tokens it counted. */
+/** An upstream's answer: one vector per input, in input order, and the input tokens it counted (when it said). */
 export interface EmbedResult {
   readonly embeddings: ReadonlyArray<ReadonlyArray<number>>
-  readonly promptTokens: number
+  /** Absent when the upstream reported no usage: the gateway's own count is billed. */
+  readonly promptTokens: number | undefined
 }
 
 /** The request's inputs as a list. */
 export const inputsOf = (request: EmbeddingsRequest): ReadonlyArray<string> =>
   typeof request.input === "string" ? [request.input] : request.input
 
-/** A vector as OpenAI's base64 encoding: little-endian float32s. */
+const littleEndian = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1
+
+/** A vector as OpenAI's base64 encoding: little-endian float32s (one copy into a Float32Array on little-endian machines). */
 export const toBase64 = (vector: ReadonlyArray<number>): string => {
+  if (littleEndian) return Buffer.from(Float32Array.from(vector).buffer).toString("base64")
   const buffer = Buffer.alloc(vector.length * 4)
   vector.forEach((value, i) => buffer.writeFloatLE(value, i * 4))
   return buffer.toString("base64")

@@ -2,16 +2,18 @@
  * The billing stage on its own, over a ledger double that records what it is
  * asked: a hold ends exactly once — settled, or released when its scope
  * closes first (failure, interruption, a stream never pulled) — and the bill
- * it settles carries the customer price, the upstream cost and their margin.
+ * it settles carries the customer price, the upstream cost and their margin;
+ * while a hold is open its lease is renewed (the heartbeat), and only then.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, Layer, Scope } from "effect"
+import { Effect, Exit, Fiber, Layer, Scope, TestClock } from "effect"
 import { BillingLive } from "../layers/billing/BillingLive.ts"
 import { SettlementJournalMemory } from "../layers/billing/SettlementJournalMemory.ts"
 import { PricingLive } from "../layers/billing/PricingLive.ts"
 import { IdsLive } from "../layers/platform/IdsLive.ts"
 import { Billing, type ServedCall } from "../services/Billing.ts"
 import { recordingLedger, scriptedAdapter, testDeployment, testModel, usd } from "./support/pipeline.ts"
+import { testConfig } from "./support/testConfig.ts"
 
 const principal = { keyId: "key_1", accountId: "acct_1", scopes: ["chat" as const] }
 const model = testModel("svc/m", { pricing: { input: usd(3), output: usd(6) } })
@@ -29,10 +31,18 @@ const served: ServedCall = {
   privacyClass: "standard_route"
 }
 
+/** Leases of 30 s: the heartbeat beats every 10 s. */
+const LEASE_SECONDS = 30
+
 const withBilling = <A, E>(ledger: ReturnType<typeof recordingLedger>, run: Effect.Effect<A, E, Billing>) =>
   run.pipe(Effect.provide(BillingLive.pipe(
     Layer.provide(SettlementJournalMemory),
-    Layer.provide(Layer.mergeAll(ledger.layer, IdsLive, PricingLive))
+    Layer.provide(Layer.mergeAll(
+      ledger.layer,
+      IdsLive,
+      PricingLive,
+      testConfig({ billing: { reservationLeaseSeconds: LEASE_SECONDS } })
+    ))
   )))
 
 describe("billing stage", () => {
@@ -154,6 +164,36 @@ describe("billing stage", () => {
           "reserve rcpt_3",
           "release rcpt_3"
         ])
+      })
+    )
+  })
+
+  it.effect("renews an open hold's lease every third of it, and stops once the hold ends", () => {
+    const ledger = recordingLedger()
+    return withBilling(
+      ledger,
+      Effect.gen(function*() {
+        const billing = yield* Billing
+        const scope = yield* Scope.make()
+        const hold = yield* Scope.extend(billing.hold(principal, 1n), scope)
+        yield* TestClock.adjust("9 seconds")
+        expect(ledger.log).toEqual(["reserve rcpt_1"])
+        yield* TestClock.adjust("1 second")
+        expect(ledger.log).toEqual(["reserve rcpt_1", "renew rcpt_1"])
+        // A call that runs ten leases long keeps its hold.
+        yield* TestClock.adjust(`${LEASE_SECONDS * 10} seconds`)
+        expect(ledger.log.filter((line) => line === "renew rcpt_1")).toHaveLength(31)
+        yield* billing.settle(hold, served)
+        yield* Scope.close(scope, Exit.void)
+        const beats = ledger.log.length
+        yield* TestClock.adjust(`${LEASE_SECONDS * 10} seconds`)
+        expect(ledger.log).toHaveLength(beats)
+        expect(ledger.log.at(-1)).toBe("settle rcpt_1")
+
+        // withHold beats too, and a released hold stops.
+        yield* billing.withHold(principal, 1n, () => TestClock.adjust("25 seconds"))
+        yield* TestClock.adjust("60 seconds")
+        expect(ledger.log.slice(beats)).toEqual(["reserve rcpt_2", "renew rcpt_2", "renew rcpt_2", "release rcpt_2"])
       })
     )
   })

@@ -122,6 +122,56 @@ describe("POST /v1/embeddings", () => {
     expect((await suite.gateway.request("GET", `/v1/admin/accounts/${account.id}`)).body.balance_usd).toBe("1.000000000")
   })
 
+  it("keeps to OpenAI's bounds: 400 naming the parameter, nothing billed", async () => {
+    const account = await suite.gateway.account({ credit: "1" })
+    const refused = async (body: unknown, param: string) => {
+      const response = await embed(account.key, body)
+      expect(response.status).toBe(400)
+      expect(response.body.error).toMatchObject({ code: "invalid_request", param })
+    }
+    // svc/embed makes vectors of at most 1,536 dimensions (its catalogue entry).
+    await refused({ model: "svc/embed", input: "x", dimensions: 1537 }, "dimensions")
+    await refused({ model: "svc/embed", input: Array.from({ length: 2049 }, () => "x") }, "input")
+    // 2,048 inputs of ~200 tokens each: each fits the context, together they are over 300,000 tokens.
+    await refused({ model: "svc/embed", input: Array.from({ length: 2048 }, () => "word ".repeat(200)) }, "input")
+    const balance = (await suite.gateway.request("GET", `/v1/admin/accounts/${account.id}`)).body
+    expect(balance).toMatchObject({ balance_usd: "1.000000000", reserved_usd: "0.000000000" })
+    expect(await suite.gateway.query("SELECT id FROM receipts WHERE account_id = $1", [account.id])).toEqual([])
+  })
+
+  it("bills 2,048 inputs at the model's largest dimensions for their real tokens, the answer written in slices", async () => {
+    const account = await suite.gateway.account({ credit: "1" })
+    // Ten words each; the sandbox reports its own count, which is what is billed.
+    const input = Array.from({ length: 2048 }, (_, i) => `input ${i} says alpha beta gamma delta epsilon zeta eta`)
+    const response = await embed(account.key, { model: "svc/embed", input, dimensions: 1536 })
+    expect(response.status).toBe(200)
+    // Written as a stream of slices, not one 60 MB string.
+    expect(response.headers.get("content-length")).toBeNull()
+    const { data, usage } = response.body
+    expect(data).toHaveLength(2048)
+    expect(data.every((item: any, i: number) => item.index === i && item.embedding.length === 1536)).toBe(true)
+    expect(usage.prompt_tokens).toBeGreaterThanOrEqual(2048 * 10)
+    // svc/embed: 20 nano-dollars a token.
+    const total = nanos(response.headers.get("x-svc-total-usd")!)
+    expect(total).toBe(BigInt(usage.prompt_tokens) * 20n)
+    const [receipt] = await suite.gateway.query<{ input_tokens: number }>(
+      "SELECT input_tokens FROM receipts WHERE id = $1",
+      [response.headers.get("x-svc-receipt-id")]
+    )
+    expect(receipt!.input_tokens).toBe(usage.prompt_tokens)
+  }, 60_000)
+
+  it("bills our own count when the upstream reports no usage", async () => {
+    const account = await suite.gateway.account({ credit: "1" })
+    suite.upstream.behaveOnce({
+      raw: { body: JSON.stringify({ object: "list", data: [{ object: "embedding", index: 0, embedding: [0.1, 0.2] }] }) }
+    })
+    const response = await embed(account.key, { model: "svc/remote-embed", input: "one two three four five" })
+    expect(response.status).toBe(200)
+    expect(response.body.usage.prompt_tokens).toBeGreaterThan(0)
+    expect(nanos(response.headers.get("x-svc-total-usd")!)).toBe(BigInt(response.body.usage.prompt_tokens) * 100n)
+  })
+
   it("needs the chat scope", async () => {
     const account = await suite.gateway.account({ credit: "1", scopes: ["monitoring"] })
     const response = await embed(account.key, { model: "svc/embed", input: "hi" })
@@ -169,6 +219,11 @@ describe("POST /v1/embeddings", () => {
     expect(failed.body.error.code).toBe("upstream_error")
     suite.upstream.behaveOnce({ status: 400 })
     expect((await embed(account.key, { model: "svc/remote-embed", input: "x" })).status).toBe(400)
+    // Our credential refused is not the caller's fault.
+    suite.upstream.behaveOnce({ status: 401 })
+    const unauthorized = await embed(account.key, { model: "svc/remote-embed", input: "x" })
+    expect(unauthorized.status).toBe(502)
+    expect(unauthorized.body.error.code).toBe("upstream_error")
     const balance = (await suite.gateway.request("GET", `/v1/admin/accounts/${account.id}`)).body
     expect(balance).toMatchObject({ balance_usd: "1.000000000", reserved_usd: "0.000000000" })
   })

@@ -90,4 +90,32 @@ describe("failover", () => {
       expect(calls).toEqual(["b"])
       expect(answered.attempts).toHaveLength(1)
     }))
+
+  it.effect("blames the deployment for a refused credential or config: fails over, no retry, its circuit cools down at once", () =>
+    Effect.gen(function*() {
+      const { health, recorded } = healthDouble()
+      const { attempt, calls } = scripted({ a: [failure("status", 401)], b: [failure("status", 404)], c: [failure("status", 403)] })
+      const exit = yield* Effect.exit(
+        firstThatAnswers([target("a"), target("b"), target("c")], { ...policy, faultCooldownSeconds: 30 }, health, attempt)
+      )
+      expect(Exit.isFailure(exit)).toBe(true)
+      // Each route once: trying the same credential again cannot help.
+      expect(calls).toEqual(["a", "b", "c"])
+      expect(recorded.map((outcome) => [outcome.deployment, outcome.status, outcome.retryAfterSeconds])).toEqual([
+        ["a", 401, 30],
+        ["b", 404, 30],
+        ["c", 403, 30]
+      ])
+      if (Exit.isFailure(exit) && exit.cause._tag === "Fail") expect(exit.cause.error.refused).toBeUndefined()
+    }))
+
+  it.effect("starts no attempt and no backoff past the call's deadline", () =>
+    Effect.gen(function*() {
+      const { health } = healthDouble()
+      const { attempt, calls } = scripted({ a: [failure("status", 503), failure("status", 503)] })
+      // The backoff before the second try (at least 50 ms) would end past the deadline.
+      const exit = yield* Effect.exit(firstThatAnswers([target("a")], { ...policy, deadlineAt: 40 }, health, attempt, () => 0))
+      expect(Exit.isFailure(exit)).toBe(true)
+      expect(calls).toEqual(["a"])
+    }))
 })

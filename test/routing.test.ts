@@ -321,7 +321,8 @@ describe("streams", () => {
 
   it("streams a slow drip to the end", async () => {
     const { key } = await account()
-    primary.behaveOnce({ chunkDelayMs: 60 })
+    // Within the attempt's timeoutMs (400 ms), which covers the whole stream (test/deadlines.test.ts cuts one that does not).
+    primary.behaveOnce({ chunkDelayMs: 30 })
     const result = await streamed(key, "svc/alpha")
     expect(result.error).toBeUndefined()
     expect(result.usage?.completion_tokens).toBeGreaterThan(0)

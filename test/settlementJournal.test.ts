@@ -26,6 +26,7 @@ import { Ledger } from "../services/Ledger.ts"
 import { SettlementJournal } from "../services/SettlementJournal.ts"
 import { billFor } from "./support/ledgerContract.ts"
 import { memoryMoney } from "./support/moneyLayers.ts"
+import { testConfig } from "./support/testConfig.ts"
 import { scriptedAdapter, testDeployment, testModel, usd } from "./support/pipeline.ts"
 
 /** What the driver throws when the server is gone, wrapped as @effect/sql does. */
@@ -163,7 +164,8 @@ layer(memoryMoney.layer)("settlement journal over the in-memory ledger", (it) =>
           Layer.succeed(SettlementJournal, journal),
           Layer.succeed(DatabaseStatus, status),
           IdsLive,
-          PricingLive
+          PricingLive,
+          testConfig()
         )))
       )
       const account = yield* newAccount("1")

@@ -8,9 +8,15 @@
  * settlement the ledger fails to write is never dropped: it is kept in the
  * `SettlementJournal` (an outage logged once by `DatabaseStatus`, any other
  * failure logged as an error) and the call is answered with its pending receipt.
+ *
+ * While a hold is open a heartbeat renews its lease every third of
+ * `billing.reservationLeaseSeconds`, so the sweeper releases only the holds
+ * of processes that died, never those of calls still running, however long
+ * they run; the heartbeat stops when the hold ends.
  */
-import { Cause, Clock, Effect, FiberRef, Layer } from "effect"
+import { Cause, Clock, Effect, type Fiber, FiberId, FiberRef, Layer } from "effect"
 import { currentRequestId } from "../../services/ApiError.ts"
+import { AppConfig } from "../../services/Config.ts"
 import type { Principal } from "../../services/ApiKeys.ts"
 import { Billing, type Hold, type PendingReceipt, type ServedCall } from "../../services/Billing.ts"
 import { DatabaseStatus } from "../../services/DatabaseStatus.ts"
@@ -21,9 +27,10 @@ import { Pricing } from "../../services/Pricing.ts"
 import { billableUsage } from "./usageCheck.ts"
 import { SettlementJournal } from "../../services/SettlementJournal.ts"
 
-/** A hold as this layer keeps it: whether it ended (a flag, not a weak set, so the GC has no extra work per call). */
+/** A hold as this layer keeps it: whether it ended (a flag, not a weak set, so the GC has no extra work per call), and its heartbeat. */
 interface OpenHold extends Hold {
   ended: boolean
+  heartbeat: Fiber.RuntimeFiber<never> | undefined
 }
 
 export const BillingLive = Layer.effect(
@@ -34,13 +41,25 @@ export const BillingLive = Layer.effect(
     const pricing = yield* Pricing
     const journal = yield* SettlementJournal
     const database = yield* DatabaseStatus
-    /** Marks a hold ended; false when it already was (each hold ends once). */
+    const beatMillis = Math.max(1, Math.floor(((yield* AppConfig).file.billing.reservationLeaseSeconds * 1000) / 3))
+    /** Marks a hold ended and stops its heartbeat; false when it already was (each hold ends once). */
     const end = (hold: Hold) => {
       const state = hold as OpenHold
       if (state.ended) return false
       state.ended = true
+      state.heartbeat?.unsafeInterruptAsFork(FiberId.none)
       return true
     }
+
+    /**
+     * Renews the lease until interrupted. A renewal that fails (the database is away) is tried again
+     * at the next beat; the storage layer reports the outage.
+     */
+    const heartbeat = (hold: Hold) =>
+      Effect.sleep(beatMillis).pipe(
+        Effect.zipRight(Effect.catchAllCause(ledger.renew(hold.reservation), () => Effect.void)),
+        Effect.forever
+      )
 
     const reserve = (principal: Principal, amount: Nanos) =>
       Effect.flatMap(FiberRef.get(currentRequestId), (requestId) =>
@@ -49,7 +68,13 @@ export const BillingLive = Layer.effect(
           accountId: principal.accountId!,
           requestId: requestId ?? ids.make("req"),
           amount
-        })).pipe(Effect.map((reservation): Hold => ({ id: reservation.id, reservation, ended: false } as OpenHold)))
+        })).pipe(
+        Effect.map((reservation): OpenHold => ({ id: reservation.id, reservation, ended: false, heartbeat: undefined })),
+        // Interruptible: a hold is taken where interruption is masked, and a fork inherits that.
+        Effect.tap((hold) =>
+          Effect.map(Effect.forkDaemon(Effect.interruptible(heartbeat(hold))), (fiber) => void (hold.heartbeat = fiber))
+        )
+      )
 
     const release = (hold: Hold) => Effect.suspend(() => (end(hold) ? ledger.release(hold.reservation) : Effect.void))
 

@@ -7,8 +7,8 @@
  * be written (billCheck.ts) is a defect of that call alone; a call the
  * sweeper freed first is held again, up to what is available, and settled;
  * releasing twice frees once; `sweepExpired` frees the open
- * reservations whose lease (config `billing.reservationLeaseSeconds`) ran
- * out by the `Clock`, so TestClock drives it. Also provides the `MemoryBank`
+ * reservations whose lease (config `billing.reservationLeaseSeconds`, restarted
+ * by `renew`) ran out by the `Clock`, so TestClock drives it. Also provides the `MemoryBank`
  * it keeps its state in (fund accounts with `openAccount` or AccountsMemory).
  *
  * Not modelled: group commit and the row lock (each call is one atomic step,
@@ -126,6 +126,12 @@ const make = Effect.gen(function*() {
       Effect.suspend(() => {
         const held = bank.reservations.get(reservation.id)
         return held === undefined ? Effect.void : Effect.asVoid(free(held, "call_failed"))
+      }),
+
+    renew: (reservation) =>
+      Effect.map(Clock.currentTimeMillis, (now) => {
+        const held = bank.reservations.get(reservation.id)
+        if (held !== undefined && held.status === "open") held.expiresAt = now + leaseMs
       }),
 
     sweepExpired: (kept = []) => Effect.gen(function*() {

@@ -10,7 +10,7 @@
  * - A settlement statement closes the reservations (each once), charges, and
  *   writes the ledger entries, receipts and events (ledgerSettle.ts); a bad
  *   settlement fails alone, never its batch or the turn's reservations.
- * Releases and the lease sweep are single statements (ledgerRelease.ts).
+ * Releases, lease renewals and the lease sweep are single statements (ledgerRelease.ts).
  */
 import { SqlClient } from "@effect/sql"
 import { Cause, Effect, Exit, Layer } from "effect"
@@ -20,7 +20,7 @@ import { AppConfig } from "../../services/Config.ts"
 import { Ids } from "../../services/Ids.ts"
 import { Ledger, type Receipt, type Reservation } from "../../services/Ledger.ts"
 import { makeSerialBatches } from "../storage/serialBatches.ts"
-import { makeRelease, sweepExpired } from "./ledgerRelease.ts"
+import { makeRelease, makeRenew, sweepExpired } from "./ledgerRelease.ts"
 import { makeReserveBatch } from "./ledgerReserve.ts"
 import { type LedgerItem, type ReceiptRow, type ReserveItem, toReceipt } from "./ledgerRows.ts"
 import { makeSettleBatch } from "./ledgerSettle.ts"
@@ -79,6 +79,8 @@ export const LedgerPg = Layer.scoped(
         >,
 
       release: makeRelease(sql, ids),
+
+      renew: makeRenew(sql, lease),
 
       sweepExpired: sweepExpired(sql),
 

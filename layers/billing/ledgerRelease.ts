@@ -1,7 +1,8 @@
 /**
  * The ledger's statements that free credit without charging: releasing a
  * failed call's reservation, and sweeping the reservations whose lease ran
- * out (their process died). Each closes a reservation once, so releasing
+ * out (their process died) — and the heartbeat that keeps a running call's
+ * lease from running out. Each closes a reservation once, so releasing
  * twice or sweeping from several processes frees it once.
  */
 import type { SqlClient } from "@effect/sql"
@@ -24,6 +25,12 @@ export const makeRelease = (sql: SqlClient.SqlClient, ids: typeof Ids.Service) =
     SELECT ${ids.make("evt")}, 'payment.released', account_id, request_id, id,
            jsonb_build_object('amount_usd', amount_usd::text, 'reason', 'call_failed')
     FROM freed`.pipe(Effect.asVoid, Effect.orDie)
+
+/** Restarts an open reservation's lease from now (the heartbeat of a call still running). */
+export const makeRenew = (sql: SqlClient.SqlClient, lease: number) => (reservation: Reservation) =>
+  sql`
+    UPDATE reservations SET expires_at = now() + make_interval(secs => ${lease})
+    WHERE id = ${reservation.id} AND status = 'open'`.pipe(Effect.asVoid, Effect.orDie)
 
 /**
  * Releases every open reservation whose lease ran out, but those in `kept`, with an event each

@@ -16,8 +16,8 @@ export interface MemoryReservation extends Omit<Reservation, "amount"> {
   /** What it holds now (a reservation the sweeper freed is held again at settlement). */
   amount: Nanos
   status: "open" | "settled" | "released"
-  /** Epoch ms of the `Clock`. */
-  readonly expiresAt: number
+  /** Epoch ms of the `Clock`; `renew` moves it on. */
+  expiresAt: number
 }
 
 export class MemoryBank extends Context.Tag("svc/test/MemoryBank")<MemoryBank, {

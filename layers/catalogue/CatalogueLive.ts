@@ -137,6 +137,7 @@ export const CatalogueLive = Layer.scoped(
         id,
         name: definition.name ?? id.slice("svc/".length),
         context: definition.context,
+        ...(definition.dimensions !== undefined ? { dimensions: definition.dimensions } : {}),
         pricing: priceOf(definition.pricing),
         modalities: definition.modalities,
         capabilities: definition.capabilities,

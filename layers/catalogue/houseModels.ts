@@ -47,6 +47,7 @@ export const houseModels: ReadonlyArray<ModelConfig & { readonly tier: "swift" |
     name: "Embed",
     tier: "embed",
     context: 8_000,
+    dimensions: 1536,
     pricing: { input: "0.02" },
     modalities: ["text"],
     capabilities: ["embeddings"],

@@ -5,15 +5,23 @@
  * the catalogue model id, so nothing the caller sees names the upstream.
  * Embeddings take no privacy envelope: they are served, and receipted, at the
  * standard class.
+ *
+ * OpenAI's bounds (400 `invalid_request` naming the parameter): at most 2,048
+ * inputs (the request schema), each within the model's context, all together
+ * within `MAX_EMBEDDING_REQUEST_TOKENS`, and `dimensions` within the model's
+ * own (catalogue `dimensions`). Billed for the tokens the upstream reported,
+ * else for our count; the call has the chat path's deadlines.
  */
 import { Effect, Layer, Option } from "effect"
 import { Admission } from "../../services/Admission.ts"
 import { InvalidRequest } from "../../services/ApiError.ts"
 import { Billing } from "../../services/Billing.ts"
 import { Catalogue } from "../../services/Catalogue.ts"
-import { type EmbeddingsResponse, toBase64 } from "../../services/Embeddings.ts"
+import { AppConfig } from "../../services/Config.ts"
+import { type EmbeddingsResponse, MAX_EMBEDDING_REQUEST_TOKENS, toBase64 } from "../../services/Embeddings.ts"
 import { EmbeddingsGateway } from "../../services/EmbeddingsGateway.ts"
 import { Pricing } from "../../services/Pricing.ts"
+import { callDeadline, withinAttempt } from "../upstream/deadline.ts"
 import { toApiError } from "../upstream/upstreamErrors.ts"
 
 const unknownModel = (id: string) =>
@@ -26,6 +34,7 @@ export const EmbeddingsGatewayLive = Layer.effect(
     const catalogue = yield* Catalogue
     const billing = yield* Billing
     const pricing = yield* Pricing
+    const deadlines = (yield* AppConfig).file.routing.deadline
 
     return EmbeddingsGateway.of({
       embed: (sent, principal) =>
@@ -38,10 +47,23 @@ export const EmbeddingsGatewayLive = Layer.effect(
           if (!model.capabilities.includes("embeddings")) {
             return yield* new InvalidRequest({ message: `${model.id} does not serve embeddings.`, param: "model" })
           }
+          if (request.dimensions !== undefined && model.dimensions !== undefined && request.dimensions > model.dimensions) {
+            return yield* new InvalidRequest({
+              message: `${model.id} makes vectors of at most ${model.dimensions} dimensions.`,
+              param: "dimensions"
+            })
+          }
           const tooLong = counts.findIndex((tokens) => tokens > model.context)
           if (tooLong >= 0) {
             return yield* new InvalidRequest({
               message: `Input ${tooLong} has ${counts[tooLong]} tokens; ${model.id} takes at most ${model.context}.`,
+              param: "input"
+            })
+          }
+          const inputTokens = counts.reduce((sum, n) => sum + n, 0)
+          if (inputTokens > MAX_EMBEDDING_REQUEST_TOKENS) {
+            return yield* new InvalidRequest({
+              message: `The inputs have ${inputTokens} tokens together; one request takes at most ${MAX_EMBEDDING_REQUEST_TOKENS}.`,
               param: "input"
             })
           }
@@ -50,20 +72,22 @@ export const EmbeddingsGatewayLive = Layer.effect(
           if (deployment === undefined || embed === undefined) {
             return yield* new InvalidRequest({ message: `${model.id} cannot serve embeddings now.`, param: "model" })
           }
-          const estimate = { inputTokens: counts.reduce((sum, n) => sum + n, 0), outputTokens: 0 }
+          const estimate = { inputTokens, outputTokens: 0 }
           return yield* billing.withHold(principal, pricing.amount(model.pricing, estimate), (hold) => Effect.gen(function*() {
             const started = performance.now()
-            const result = yield* embed({
-              input: inputs,
-              dimensions: request.dimensions,
-              user: request.user,
-              upstreamModel: deployment.upstreamModel
-            }).pipe(Effect.catchAll(toApiError(deployment)))
+            const deadline = yield* callDeadline(deadlines)
+            const result = yield* withinAttempt(
+              embed({ input: inputs, dimensions: request.dimensions, user: request.user, upstreamModel: deployment.upstreamModel }),
+              deployment.provider.timeoutMs,
+              deadline
+            ).pipe(Effect.catchAll(toApiError(deployment)))
+            // What the upstream counted, when it said; else ours.
+            const promptTokens = result.promptTokens ?? inputTokens
             const receipt = yield* billing.settle(hold, {
               endpoint: "/v1/embeddings",
               model,
               deployment,
-              usage: { inputTokens: result.promptTokens, outputTokens: 0 },
+              usage: { inputTokens: promptTokens, outputTokens: 0 },
               estimated: estimate,
               attempts: [{
                 model: model.id,
@@ -73,7 +97,7 @@ export const EmbeddingsGatewayLive = Layer.effect(
               }],
               privacyClass: "standard_route"
             }).pipe(Effect.uninterruptible)
-            if (rateLimit !== undefined) yield* rateLimit.settle(result.promptTokens)
+            if (rateLimit !== undefined) yield* rateLimit.settle(receipt.usage.inputTokens)
             const base64 = request.encoding_format === "base64"
             const response: EmbeddingsResponse = {
               object: "list",

@@ -7,11 +7,20 @@
  * else the one with the finish reason, else a last chunk of its own — and a
  * tally of what billing needs: the reported usage, or the generated text to
  * count, and the answer's text when a transcript keeps it.
+ *
+ * Fairness: the relay passes at most `FRAMES_PER_TURN` chunks at a time
+ * and gives the event loop a turn before each such batch (`eventLoopTurn`).
+ * A fast upstream's bytes are already buffered, so without it a stream's
+ * fiber would go from read to write on microtasks alone (the fiber scheduler
+ * reaches the event loop only every few thousand of those), and one read of a
+ * fast upstream holds hundreds of frames: a few such streams would starve
+ * every other request's I/O for seconds.
  */
 import { Chunk, Clock, Effect, Stream } from "effect"
 import type { ChatChunk, Usage } from "../../services/Chat.ts"
 import type { PrivacyBlock } from "../../services/Privacy.ts"
 import type { UpstreamFailure } from "../../services/Providers.ts"
+import { eventLoopTurn } from "../../plugins/support/eventLoopTurn.ts"
 
 export interface RelayOptions {
   readonly id: string
@@ -35,6 +44,18 @@ const generatedText = (chunk: ChatChunk) => {
   return text
 }
 
+/** Chunks relayed (relabelled, encoded, written) between two turns of the event loop. */
+export const FRAMES_PER_TURN = 16
+
+/** A pulled batch in slices of at most `FRAMES_PER_TURN`. */
+const slices = <A>(pulled: Chunk.Chunk<A>): Array<Chunk.Chunk<A>> => {
+  if (pulled.length <= FRAMES_PER_TURN) return [pulled]
+  const out: Array<Chunk.Chunk<A>> = []
+  const array = Chunk.toReadonlyArray(pulled)
+  for (let i = 0; i < array.length; i += FRAMES_PER_TURN) out.push(Chunk.unsafeFromArray(array.slice(i, i + FRAMES_PER_TURN)))
+  return out
+}
+
 export class StreamRelay {
   /** The upstream's usage, when it reported one. */
   reported: Usage | undefined
@@ -54,7 +75,11 @@ export class StreamRelay {
     onFailure: (failure: UpstreamFailure) => Effect.Effect<never, E>
   ): Stream.Stream<ChatChunk, E> {
     return chunks.pipe(
-      Stream.mapChunks((pulled) => this.pass(pulled)),
+      Stream.chunks,
+      Stream.mapConcat(slices),
+      // One slice per output chunk, so what follows (encoding, the socket write) works in slices too.
+      Stream.mapEffect((slice) => Effect.map(eventLoopTurn, () => this.pass(slice))),
+      Stream.flattenChunks,
       Stream.concat(Stream.suspend(() => (this.privacySent ? Stream.empty : Stream.fromEffect(this.closingChunk)))),
       Stream.catchAll((failure) => {
         this.failure = failure

@@ -2,12 +2,14 @@
  * Calling upstreams with failover (failover.ts) under the configured retry
  * policy and the shared deployment health; streams open on their first chunk
  * with content (openStream.ts). Each route is asked for at most the output its
- * hold reserved (outputCap.ts).
+ * hold reserved (outputCap.ts). Each call gets its deadline when it starts,
+ * and each attempt its provider's `timeoutMs` within it (deadline.ts).
  */
 import { Effect, Layer } from "effect"
 import { AppConfig } from "../../services/Config.ts"
 import { Health } from "../../services/Health.ts"
 import { Upstream } from "../../services/Upstream.ts"
+import { callDeadline, withinAttempt } from "./deadline.ts"
 import { firstThatAnswers } from "./failover.ts"
 import { openStream } from "./openStream.ts"
 import { cappedFor } from "./outputCap.ts"
@@ -16,15 +18,23 @@ export const UpstreamLive = Layer.effect(
   Upstream,
   Effect.gen(function*() {
     const health = yield* Health
-    const policy = (yield* AppConfig).file.routing.retry
+    const routing = (yield* AppConfig).file.routing
+    const policy = { ...routing.retry, faultCooldownSeconds: routing.health.cooldownSeconds }
 
     return Upstream.of({
       complete: (targets, request) =>
-        firstThatAnswers(targets, policy, health, ({ deployment, outputTokens }) =>
-          deployment.adapter.complete({ request: cappedFor(request, outputTokens), upstreamModel: deployment.upstreamModel })),
+        Effect.flatMap(callDeadline(routing.deadline), (deadline) =>
+          firstThatAnswers(targets, { ...policy, deadlineAt: deadline.deadlineAt }, health, ({ deployment, outputTokens }) =>
+            withinAttempt(
+              deployment.adapter.complete({ request: cappedFor(request, outputTokens), upstreamModel: deployment.upstreamModel }),
+              deployment.provider.timeoutMs,
+              deadline
+            ))),
       stream: (targets, request) =>
-        Effect.flatMap(Effect.scope, (scope) =>
-          firstThatAnswers(targets, policy, health, (target) => openStream(cappedFor(request, target.outputTokens), scope)(target))),
+        Effect.all([Effect.scope, callDeadline(routing.deadline)]).pipe(Effect.flatMap(([scope, deadline]) =>
+          firstThatAnswers(targets, { ...policy, deadlineAt: deadline.deadlineAt }, health, (target) =>
+            openStream(cappedFor(request, target.outputTokens), scope, deadline)(target))
+        )),
       served: ({ attempts, target }, outcome) =>
         health.record(
           outcome.ok

@@ -1,8 +1,9 @@
 /**
  * Trying routes until one answers. Targets (a model and one of its
  * deployments) are tried in order; a failure that is the route's fault
- * (connection error, timeout, 408/409/425/429, 5xx, a malformed answer) moves
- * on to the next, and once all were tried the ones worth retrying are tried
+ * (connection error, timeout, 408/409/425/429, 5xx, a malformed answer, and
+ * 401/403/404: our credential or config, which opens its circuit at once)
+ * moves on to the next, and once all were tried the ones worth retrying are tried
  * again after a jittered exponential backoff, honouring `Retry-After` when it
  * is short enough to wait for, until the attempt budget is spent. A refusal
  * caused by the request itself (another 4xx) ends the call at once: another
@@ -11,22 +12,34 @@
  * health once, however often it retried it (so one call's retries cannot open
  * a circuit by themselves).
  */
-import { Duration, Effect, Either } from "effect"
+import { Clock, Duration, Effect, Either } from "effect"
 import type { RetrySettings } from "../../services/Config.ts"
 import type { Health } from "../../services/Health.ts"
 import type { AdapterFailure, RequestNotTranslatable, UpstreamFailure } from "../../services/Providers.ts"
 import type { Target } from "../../services/RoutePlanner.ts"
 import type { Answered, AttemptLog, RoutesFailed } from "../../services/Upstream.ts"
 
-export type RetryPolicy = RetrySettings
+export type RetryPolicy = RetrySettings & {
+  /** How long a deployment that refused our credential or config (`isDeploymentFault`) stays out; none: counted as a failure. */
+  readonly faultCooldownSeconds?: number
+  /** When the call must be over (epoch ms, `Clock`): no attempt or backoff starts after it. */
+  readonly deadlineAt?: number
+}
 
 /** The attempt log's word for a route whose plugin could not express the request. */
 export const NOT_TRANSLATABLE = "not translatable"
 
+/**
+ * The upstream refused our credential (401, 403) or does not know the model or path we were
+ * configured with (404): the deployment's fault, never the caller's.
+ */
+export const isDeploymentFault = (failure: UpstreamFailure) =>
+  failure.kind === "status" && (failure.status === 401 || failure.status === 403 || failure.status === 404)
+
 /** A refusal that another route would repeat: the request's own fault. */
 export const isRequestFault = (failure: UpstreamFailure) =>
   failure.kind === "status" && failure.status !== undefined && failure.status >= 400 && failure.status < 500 &&
-  ![408, 409, 425, 429].includes(failure.status)
+  ![408, 409, 425, 429].includes(failure.status) && !isDeploymentFault(failure)
 
 export const describeFailure = (failure: UpstreamFailure) =>
   failure.kind === "status" ? `status ${failure.status}` : failure.kind
@@ -53,11 +66,15 @@ export const firstThatAnswers = <A, R>(
       target,
       retryAfterMs: 0
     }))
-    for (let pass = 0; pending.length > 0 && attempts.length < policy.maxAttempts; pass++) {
+    const deadlineAt = policy.deadlineAt ?? Infinity
+    calls: for (let pass = 0; pending.length > 0 && attempts.length < policy.maxAttempts; pass++) {
       const retry: Array<{ target: Target; retryAfterMs: number }> = []
       for (const { retryAfterMs, target } of pending) {
         if (attempts.length >= policy.maxAttempts) break
-        if (pass > 0) yield* Effect.sleep(Duration.millis(Math.max(retryAfterMs, backoffMs(policy, pass, random))))
+        const waitMs = pass > 0 ? Math.max(retryAfterMs, backoffMs(policy, pass, random)) : 0
+        // A backoff that would outlast the call's deadline is not waited for.
+        if ((yield* Clock.currentTimeMillis) + waitMs >= deadlineAt) break calls
+        if (waitMs > 0) yield* Effect.sleep(Duration.millis(waitMs))
         if (!(yield* health.admits(target.deployment.id))) continue
         const startedAt = performance.now()
         const result = yield* Effect.either(attempt(target, attempts.length + 1))
@@ -81,21 +98,25 @@ export const firstThatAnswers = <A, R>(
           failure: describeFailure(failure)
         })
         if (isRequestFault(failure)) return yield* Effect.fail<RoutesFailed>({ attempts, failures, untranslatable, refused: { failure, target } })
+        const deploymentFault = isDeploymentFault(failure)
+        // Our credential or config will not mend by itself: the circuit opens at once.
+        const cooldown = deploymentFault ? policy.faultCooldownSeconds : failure.retryAfterSeconds
         if (!blamed.has(target.deployment.id)) {
           blamed.add(target.deployment.id)
           yield* health.record({
             deployment: target.deployment.id,
-          model: target.model.id,
-          ok: false,
-          failure: failure.kind,
-          ...(failure.status !== undefined ? { status: failure.status } : {}),
-          latencyMs,
-          attempt: attempts.length,
-          ...(failure.retryAfterSeconds !== undefined ? { retryAfterSeconds: failure.retryAfterSeconds } : {})
+            model: target.model.id,
+            ok: false,
+            failure: failure.kind,
+            ...(failure.status !== undefined ? { status: failure.status } : {}),
+            latencyMs,
+            attempt: attempts.length,
+            ...(cooldown !== undefined ? { retryAfterSeconds: cooldown } : {})
           })
         }
-        const waitMs = (failure.retryAfterSeconds ?? 0) * 1000
-        if (waitMs <= policy.maxRetryWaitMs) retry.push({ target, retryAfterMs: waitMs })
+        const askedMs = (failure.retryAfterSeconds ?? 0) * 1000
+        // Trying the same credential again within the call cannot help.
+        if (!deploymentFault && askedMs <= policy.maxRetryWaitMs) retry.push({ target, retryAfterMs: askedMs })
       }
       pending = retry
     }

@@ -1,6 +1,7 @@
 /**
  * What a caller sees when upstream calls fail: the upstream's own 4xx refusal
- * of the request (not 408/409/425/429), or a plugin that cannot express it, is
+ * of the request (not 408/409/425/429, and not 401/403/404, which blame our
+ * credential or config), or a plugin that cannot express it, is
  * `RefusedByModel` (400); when every route failed, `UpstreamTimeout` (504) if
  * they all timed out, else `UpstreamError` (502). The details, which may name
  * the upstream, go to the operators' log only.

@@ -1,9 +1,9 @@
 /** `Idempotency-Key` at the HTTP edge: the key of a billable request, and its JSON responses made once per key. */
 import { createHash } from "node:crypto"
-import { HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
 import type { Principal } from "../../services/ApiKeys.ts"
 import { type IdempotencyKey, once, type StoredResponse } from "../../services/Idempotency.ts"
+import { jsonResponse } from "./jsonSlices.ts"
 
 /** The key of a billable request: the caller's account, the header, and a hash of what was asked. */
 export const idempotencyKeyOf = (
@@ -34,9 +34,9 @@ export const jsonOnce = <E, R>(key: IdempotencyKey | undefined, run: Effect.Effe
   key === undefined
     ? Effect.map(run, (response) =>
       // Built without a second Schema pass: the gateways already return the wire shape.
-      HttpServerResponse.unsafeJson(response.body, { status: response.status, headers: response.headers }))
+      jsonResponse(response.body, { status: response.status, headers: response.headers }))
     : Effect.map(once(key, run), ({ replayed, response }) =>
-      HttpServerResponse.unsafeJson(response.body, {
+      jsonResponse(response.body, {
         status: response.status,
         headers: replayed ? { ...response.headers, ...REPLAYED } : response.headers
       }))

@@ -19,6 +19,11 @@ export interface Behaviour {
   readonly chunkDelayMs?: number
   /** Send this many SSE data frames, then keep the connection open forever (JSON: half a body). */
   readonly hangAfterChunks?: number
+  /**
+   * After `hangAfterChunks` data frames (default none), send one byte (a space, or a comment
+   * line's worth) every this many ms until the client leaves: an upstream that never finishes.
+   */
+  readonly trickleEveryMs?: number
   /** Wait between `data: [DONE]` and ending the response (as separate packets do). */
   readonly endDelayAfterDoneMs?: number
   /** Send `: keep-alive` comment frames around every data frame. */
@@ -176,6 +181,14 @@ const write = (res: ServerResponse, text: string) => {
   if (!res.destroyed) res.write(text)
 }
 
+/** One byte every `everyMs` until the client leaves (a JSON body's whitespace, an SSE comment's `:`). */
+const trickle = async (res: ServerResponse, everyMs: number, byte: string) => {
+  while (!res.destroyed && !res.writableEnded) {
+    await sleep(everyMs)
+    write(res, byte)
+  }
+}
+
 const answer = async (res: ServerResponse, body: Json, behaviour: Behaviour, reset: () => void) => {
   if (behaviour.delayHeadersMs) await sleep(behaviour.delayHeadersMs)
   if (res.destroyed) return
@@ -197,6 +210,7 @@ const answer = async (res: ServerResponse, body: Json, behaviour: Behaviour, res
   if (!body.stream) {
     const json = JSON.stringify(completionJson(body, reply))
     res.writeHead(200, { "content-type": "application/json" })
+    if (behaviour.trickleEveryMs !== undefined) return trickle(res, behaviour.trickleEveryMs, " ")
     if (behaviour.hangAfterChunks !== undefined) return write(res, json.slice(0, json.length / 2))
     return res.end(json)
   }
@@ -204,7 +218,9 @@ const answer = async (res: ServerResponse, body: Json, behaviour: Behaviour, res
   const keepAlive = () => behaviour.keepAliveComments && write(res, ": keep-alive\n\n")
   const frames = chunkJsons(body, reply)
   for (const [i, frame] of frames.entries()) {
-    if (i === behaviour.hangAfterChunks) return
+    if (i === (behaviour.hangAfterChunks ?? (behaviour.trickleEveryMs !== undefined ? 0 : undefined))) {
+      return behaviour.trickleEveryMs !== undefined ? trickle(res, behaviour.trickleEveryMs, ":") : undefined
+    }
     // Let the frames already written reach the client first: a destroy discards unflushed writes.
     if (i === behaviour.resetAfterChunks) return sleep(30).then(reset)
     if (i === behaviour.malformedFrameAfter) await sleep(30).then(() => write(res, "data: {\"choices\": [\n\n"))

@@ -215,6 +215,28 @@ export const ledgerContract = (implementation: MoneyLayers) =>
         yield* ledger.release(other)
       }))
 
+    it.effect("a renewed lease is not swept until it runs out again; renewing an ended reservation does not reopen it", () =>
+      Effect.gen(function*() {
+        const ledger = yield* Ledger
+        const account = yield* openAccount("1")
+        const running = yield* ledger.reserve({ accountId: account.id, requestId: "req_r", amount: usd("0.2") })
+        const failed = yield* ledger.reserve({ accountId: account.id, requestId: "req_s", amount: usd("0.1") })
+        yield* ledger.release(failed)
+        yield* implementation.passLease
+        // The heartbeat of a call still running: the lease starts again from now.
+        yield* ledger.renew(running)
+        yield* ledger.renew(failed)
+        expect(yield* ledger.sweepExpired()).toBe(0)
+        expect(yield* balances(account.id)).toEqual({ balance: "1.000000000", reserved: "0.200000000" })
+        yield* implementation.passLease
+        expect(yield* ledger.sweepExpired()).toBe(1)
+        expect(yield* balances(account.id)).toEqual({ balance: "1.000000000", reserved: "0.000000000" })
+        expect((yield* eventsOf(account.id, "payment.released")).map((event) => event.data.reason)).toEqual([
+          "call_failed",
+          "lease_expired"
+        ])
+      }))
+
     it.effect("Accounts: a credit is idempotent by reference, and a reused reference with another amount conflicts", () =>
       Effect.gen(function*() {
         const accounts = yield* Accounts

@@ -141,6 +141,7 @@ export const recordingLedger = (available = usd(100)) => {
         })
       }),
     release: (reservation) => Effect.sync(() => void log.push(`release ${reservation.id}`)),
+    renew: (reservation) => Effect.sync(() => void log.push(`renew ${reservation.id}`)),
     sweepExpired: () => Effect.succeed(0),
     receipt: () => Effect.die("not used")
   }

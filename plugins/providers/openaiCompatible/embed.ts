@@ -1,10 +1,11 @@
 /**
  * OpenAI's embeddings call: floats only, whatever we are asked for (the
  * gateway applies the caller's encoding), and the answer checked to hold one
- * finite vector per input, in input order, with the upstream's token count.
+ * finite vector per input, in input order, with the upstream's token count
+ * (when it gives a sane one; else the gateway bills its own count).
  */
 import type { EmbedCall, EmbedResult } from "../../../services/Embeddings.ts"
-import { arrayOf, errorKindOf, intOr, type Json, Malformed, recordOf } from "../../support/json.ts"
+import { arrayOf, errorKindOf, intOr, isRecord, type Json, Malformed, recordOf } from "../../support/json.ts"
 
 export const embeddingsBody = (call: EmbedCall): Json => ({
   model: call.upstreamModel,
@@ -25,8 +26,8 @@ export const embeddingsOf = (u: unknown, inputs: number): EmbedResult => {
   if (json.error !== undefined && json.error !== null && json.data === undefined) {
     throw new Malformed(`upstream reported an error (${errorKindOf(json.error)})`)
   }
-  const usage = recordOf(json.usage, "usage")
-  if (!Number.isInteger(usage.prompt_tokens)) throw new Malformed("embeddings response has no usage")
+  const reported = isRecord(json.usage) ? json.usage.prompt_tokens : undefined
+  const promptTokens = Number.isSafeInteger(reported) && (reported as number) >= 0 ? reported as number : undefined
   const embeddings = new Array<Array<number>>(inputs)
   arrayOf(json.data, "data").forEach((d, i) => {
     const item = recordOf(d, "embedding item")
@@ -35,5 +36,5 @@ export const embeddingsOf = (u: unknown, inputs: number): EmbedResult => {
     embeddings[index] = vectorOf(item.embedding)
   })
   for (let i = 0; i < inputs; i++) if (embeddings[i] === undefined) throw new Malformed(`no embedding for input ${i}`)
-  return { embeddings, promptTokens: usage.prompt_tokens as number }
+  return { embeddings, promptTokens }
 }

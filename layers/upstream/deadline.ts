@@ -1,0 +1,64 @@
+/**
+ * Deadlines of a call (config `routing.deadline`, and each provider's
+ * `timeoutMs`): an attempt must end — connect, headers and the whole body or
+ * stream — within its provider's `timeoutMs` and within what is left of the
+ * call's deadline, whichever comes first; a stream that delivers nothing for
+ * `streamIdleMs` after its first chunk is cut off too. A cut attempt fails
+ * as a `timeout` (its upstream request aborted with its scope), so failover
+ * and the caller's 504 / SSE error frame follow as for any timeout. Times
+ * come from `Clock`.
+ */
+import { Chunk, Clock, Effect, Option } from "effect"
+import { UpstreamFailure } from "../../services/Providers.ts"
+
+/** When the call must be over (epoch ms, `Clock`), and the stream idle limit. */
+export interface CallDeadline {
+  readonly deadlineAt: number
+  readonly streamIdleMs: number
+}
+
+export const timedOut = (what: string, ms: number) =>
+  new UpstreamFailure({ kind: "timeout", detail: `${what} (${Math.max(0, Math.round(ms))} ms)` })
+
+/** The call's deadline, starting now. */
+export const callDeadline = (settings: { readonly callMs: number; readonly streamIdleMs: number }) =>
+  Effect.map(Clock.currentTimeMillis, (now): CallDeadline => ({
+    deadlineAt: now + settings.callMs,
+    streamIdleMs: settings.streamIdleMs
+  }))
+
+/** When an attempt starting now must end: its `timeoutMs`, or the call's deadline if sooner. */
+export const attemptEnd = (timeoutMs: number, deadline: CallDeadline) =>
+  Effect.map(Clock.currentTimeMillis, (now) => Math.min(now + timeoutMs, deadline.deadlineAt))
+
+/** Fails `effect` with a timeout (interrupting it, so its scope aborts the request) unless it ends by `endAt`. */
+export const endingBy = <A, E, R>(effect: Effect.Effect<A, E, R>, endAt: number) =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) =>
+    Effect.timeoutFail(effect, {
+      duration: Math.max(0, endAt - now),
+      onTimeout: () => timedOut("the attempt ran out of time", endAt - now)
+    }))
+
+/** A whole attempt (an answer read to its end) within `timeoutMs` and the call's deadline. */
+export const withinAttempt = <A, E, R>(effect: Effect.Effect<A, E, R>, timeoutMs: number, deadline: CallDeadline) =>
+  Effect.flatMap(attemptEnd(timeoutMs, deadline), (endAt) => endingBy(effect, endAt))
+
+/**
+ * One pull of a stream after its first chunk: the next chunk with content (empty pulls — bytes
+ * that made no chunk, keep-alives — do not count as activity) within the idle limit and the
+ * attempt's end. A pull fails with `Option.some` of the failure (`Stream.repeatEffectChunkOption`'s convention).
+ */
+export const pullBy = <A>(
+  pull: Effect.Effect<Chunk.Chunk<A>, Option.Option<UpstreamFailure>>,
+  endAt: number,
+  idleMs: number
+): Effect.Effect<Chunk.Chunk<A>, Option.Option<UpstreamFailure>> =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) => {
+    const left = endAt - now
+    const idle = idleMs < left
+    return Effect.timeoutFail(Effect.repeat(pull, { until: Chunk.isNonEmpty }), {
+      duration: Math.max(0, idle ? idleMs : left),
+      onTimeout: () =>
+        Option.some(idle ? timedOut("the stream went idle", idleMs) : timedOut("the attempt ran out of time", left))
+    })
+  })
