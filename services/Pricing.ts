@@ -5,7 +5,7 @@
  * the model's catalogue price, `upstream` the deployment's cost, and
  * `margin = total − upstream`, so the three always add up to the last digit.
  */
-import { Context } from "effect"
+import { Context, type Effect } from "effect"
 import type { Deployment, Model, TokenPrice } from "./Catalogue.ts"
 import type { ChatRequest } from "./Chat.ts"
 import type { Nanos } from "./Money.ts"
@@ -42,8 +42,13 @@ export class Pricing extends Context.Tag("svc/Pricing")<Pricing, {
   readonly countInput: (request: ChatRequest) => number
   /** Tokens of one text, e.g. generated text (content, tool-call names and arguments). */
   readonly countText: (text: string) => number
-  /** A text counter for one request's many texts: they share one budget of exact counting. */
-  readonly counter: () => (text: string) => number
+  /**
+   * `countInput` as admission runs it: the same count, giving other fibers turns while a large
+   * input is counted, so one big prompt cannot hold up everyone else's requests.
+   */
+  readonly countInputFairly: (request: ChatRequest) => Effect.Effect<number>
+  /** One request's many texts (embeddings inputs), sharing one budget of exact counting, fairly as above. */
+  readonly countTexts: (texts: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<number>>
   /**
    * The reservation for a call: counted input plus the requested output
    * (`max_completion_tokens` / `max_tokens`, else the default allowance, never

@@ -27,14 +27,14 @@ export const AdmissionLive = Layer.effect(
         Effect.gen(function*() {
           const request = yield* withOpenMessages(sealedPrompts, sent)
           const privacy = yield* privacyPolicy.ask(request)
-          const inputTokens = pricing.countInput(request)
+          const inputTokens = yield* pricing.countInputFairly(request)
           const rateLimit = yield* limiter.admit(principal, inputTokens + (requestedMaxTokens(request) ?? 0))
           return { principal, request, privacy, inputTokens, rateLimit }
         }),
       embeddings: (request, principal) =>
         Effect.gen(function*() {
           const inputs = inputsOf(request)
-          const inputTokens = inputs.map(pricing.counter())
+          const inputTokens = yield* pricing.countTexts(inputs)
           const rateLimit = yield* limiter.admit(principal, inputTokens.reduce((sum, n) => sum + n, 0))
           return { principal, request, inputs, inputTokens, rateLimit }
         })

@@ -5,14 +5,14 @@
  * images, audio and files by their size (imageTokens.ts, mediaTokens.ts), so
  * the estimate is an upper bound of what the input can cost.
  */
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
 import type { Model, TokenPrice } from "../../services/Catalogue.ts"
 import { type ChatRequest, type ContentPart, type Message, requestedMaxTokens } from "../../services/Chat.ts"
 import type { Nanos } from "../../services/Money.ts"
 import { DEFAULT_OUTPUT_ALLOWANCE, type Estimate, Pricing, type TokenUsage } from "../../services/Pricing.ts"
 import { imageTokens } from "./imageTokens.ts"
 import { audioTokens, fileTokens } from "./mediaTokens.ts"
-import { counter, countText } from "./tokenCount.ts"
+import { counter, countText, fairCounter } from "./tokenCount.ts"
 
 const PER_MILLION = 1_000_000n
 const HALF = PER_MILLION / 2n
@@ -26,8 +26,6 @@ const TOKENS_PER_MESSAGE = 4
 const TOKENS_PER_NAME = 1
 /** `<|start|>assistant<|message|>` that primes the reply. */
 const REPLY_PRIMING = 3
-/** Counts one text (each request gets its own, sharing one exact-counting budget). */
-type Count = (text: string) => number
 
 /** Rounds toward +∞ on exact halves even for a negative sum (bigint `/` truncates toward zero). */
 const roundHalfUpPerMillion = (scaled: bigint): Nanos => {
@@ -41,48 +39,61 @@ const amount = (price: TokenPrice, usage: TokenUsage): Nanos =>
     BigInt(usage.inputTokens) * price.input + BigInt(usage.outputTokens) * (price.output ?? 0n)
   )
 
-const countPart = (count: Count, part: ContentPart): number => {
+/** What a request's input is made of: fixed tokens (framing, media by size) and the texts to count, in order. */
+interface InputParts {
+  fixed: number
+  readonly texts: Array<string>
+}
+
+const addPart = (parts: InputParts, part: ContentPart): void => {
   switch (part.type) {
     case "text":
-      return count(part.text)
+      parts.texts.push(part.text)
+      return
     case "image_url":
-      return imageTokens(part.image_url)
+      parts.fixed += imageTokens(part.image_url)
+      return
     case "input_audio":
-      return audioTokens(part)
+      parts.fixed += audioTokens(part)
+      return
     case "file":
-      return fileTokens(part)
+      parts.fixed += fileTokens(part)
   }
 }
 
-const countContent = (count: Count, content: string | ReadonlyArray<ContentPart> | null | undefined): number => {
-  if (content == null) return 0
-  if (typeof content === "string") return count(content)
-  let tokens = 0
-  for (const part of content) tokens += countPart(count, part)
-  return tokens
-}
-
-const countMessage = (count: Count, message: Message): number => {
-  let tokens = TOKENS_PER_MESSAGE + countContent(count, message.content)
-  if ("name" in message && message.name !== undefined) tokens += TOKENS_PER_NAME + count(message.name)
+const addMessage = (parts: InputParts, message: Message): void => {
+  parts.fixed += TOKENS_PER_MESSAGE
+  const content = message.content
+  if (typeof content === "string") parts.texts.push(content)
+  else if (content != null) for (const part of content) addPart(parts, part)
+  if ("name" in message && message.name !== undefined) {
+    parts.fixed += TOKENS_PER_NAME
+    parts.texts.push(message.name)
+  }
   if (message.role === "assistant") {
-    if (message.refusal) tokens += count(message.refusal)
-    for (const call of message.tool_calls ?? []) {
-      tokens += count(call.function.name) + count(call.function.arguments)
-    }
+    if (message.refusal) parts.texts.push(message.refusal)
+    for (const call of message.tool_calls ?? []) parts.texts.push(call.function.name, call.function.arguments)
   }
-  return tokens
+}
+
+const inputParts = (request: ChatRequest): InputParts => {
+  const parts: InputParts = { fixed: REPLY_PRIMING, texts: [] }
+  for (const message of request.messages) addMessage(parts, message)
+  // Upstreams render tools and schemas into the prompt; their JSON is a close stand-in.
+  if (request.tools !== undefined && request.tools.length > 0) parts.texts.push(JSON.stringify(request.tools))
+  if (request.response_format !== undefined) parts.texts.push(JSON.stringify(request.response_format))
+  return parts
 }
 
 const countInput = (request: ChatRequest): number => {
+  const { fixed, texts } = inputParts(request)
   const count = counter()
-  let tokens = REPLY_PRIMING
-  for (const message of request.messages) tokens += countMessage(count, message)
-  // Upstreams render tools and schemas into the prompt; their JSON is a close stand-in.
-  if (request.tools !== undefined && request.tools.length > 0) tokens += count(JSON.stringify(request.tools))
-  if (request.response_format !== undefined) tokens += count(JSON.stringify(request.response_format))
-  return tokens
+  return texts.reduce((tokens, text) => tokens + count(text), fixed)
 }
+
+/** The same count, giving other fibers turns while a large input is counted. */
+const countTexts = (texts: ReadonlyArray<string>): Effect.Effect<ReadonlyArray<number>> =>
+  Effect.forEach(texts, fairCounter())
 
 const estimateFor = (model: Model, inputTokens: number, requestedOutput: number | undefined): Estimate => {
   const room = Math.max(0, model.context - inputTokens)
@@ -98,8 +109,13 @@ export const PricingLive = Layer.succeed(Pricing, {
     return { total, upstream, margin: total - upstream }
   },
   countInput,
+  countInputFairly: (request) =>
+    Effect.suspend(() => {
+      const { fixed, texts } = inputParts(request)
+      return Effect.map(countTexts(texts), (counts) => counts.reduce((sum, n) => sum + n, fixed))
+    }),
   countText,
-  counter: () => counter(),
+  countTexts,
   estimate: (model, request) => estimateFor(model, countInput(request), requestedMaxTokens(request)),
   estimateFor
 })

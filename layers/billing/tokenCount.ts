@@ -11,18 +11,20 @@
  *   counted by the tokenizer as they are: the count is exact, because they are
  *   cut only where the tokenizer's own split cuts them.
  * - A longer pre-token is counted in slices of `MAX_PIECE` characters, so each
- *   merge has bounded cost, plus one token per cut: a cut changes the merges
- *   near it, which can make the slices' sum a token more or less than the
- *   whole's, so the added token keeps the count at or above the exact one
- *   (the property tests check both sides).
+ *   merge has bounded cost, plus two tokens per cut: a cut changes the merges
+ *   near it, which can make the slices' sum a token or two off the whole's,
+ *   so the added tokens keep the count at or above the exact one (the
+ *   property tests check both sides).
  * - Exact counting has a budget of `MAX_EXACT_BYTES` of UTF-8 per request (a
  *   `counter`); a text that does not fit in what is left counts as its byte
  *   length: every token stands for at least one byte, so that is an upper bound.
  *   Ordinary text costs ~0.1 s per MiB to count; high-entropy text (base64,
  *   random letters) ~1–2 s per MiB on a slow core, so the budget bounds that.
  */
+import { Effect } from "effect"
 import { O200K_TOKEN_SPLIT_REGEX } from "gpt-tokenizer/encodingParams/constants"
 import { countTokens } from "gpt-tokenizer/encoding/o200k_base"
+import { eventLoopTurn } from "../../plugins/support/eventLoopTurn.ts"
 
 /** Longest pre-token merged whole (characters). Ordinary words, numbers and CJK phrases are far shorter. */
 export const MAX_PIECE = 128
@@ -42,13 +44,20 @@ export const utf8Bytes = (text: string): number => Buffer.byteLength(text, "utf8
 
 const isPair = (high: number, low: number) => high >= 0xd800 && high <= 0xdbff && low >= 0xdc00 && low <= 0xdfff
 
-/** A pre-token in slices of at most `maxPiece` code units (never splitting a surrogate pair), plus one per cut. */
+/**
+ * Tokens added per cut of a long pre-token: a cut changes the merges on both sides of it, which
+ * can make the slices' sum come out a token or two off the whole's either way (fast-check found
+ * `"a"×32 + "bbb"` cut after the a's one token low with one added); two keeps the count above.
+ */
+const TOKENS_PER_CUT = 2
+
+/** A pre-token in slices of at most `maxPiece` code units (never splitting a surrogate pair), plus `TOKENS_PER_CUT` per cut. */
 const inSlices = (piece: string, maxPiece: number): number => {
-  let tokens = -1
+  let tokens = -TOKENS_PER_CUT
   for (let start = 0; start < piece.length;) {
     let end = Math.min(piece.length, start + maxPiece)
     if (end < piece.length && end - start > 1 && isPair(piece.charCodeAt(end - 1), piece.charCodeAt(end))) end--
-    tokens += exact(piece.slice(start, end)) + 1
+    tokens += exact(piece.slice(start, end)) + TOKENS_PER_CUT
     start = end
   }
   return tokens
@@ -106,6 +115,51 @@ export const counter = (budget = MAX_EXACT_BYTES): (text: string) => number => {
     left -= bytes
     return slicedCount(text)
   }
+}
+
+/** Characters counted between two turns of the event loop (fairCounter): a few milliseconds of work at worst. */
+export const SEGMENT_CHARS = 16 * 1024
+
+/**
+ * A text cut into segments of about `size` characters whose counts add up to
+ * the whole's: a cut falls only right after a pre-token that is not whitespace
+ * (the split never looks behind, and only whitespace pre-tokens look ahead), so
+ * each side splits, and therefore counts, exactly as it did in the whole.
+ */
+export const segmentsOf = (text: string, size = SEGMENT_CHARS): ReadonlyArray<string> => {
+  if (text.length <= size) return [text]
+  const split = new RegExp(SPLIT.source, "gu")
+  const segments: Array<string> = []
+  let start = 0
+  for (let match = split.exec(text); match !== null; match = split.exec(text)) {
+    const end = match.index + match[0].length
+    if (end - start >= size && !WHITESPACE_ONLY.test(match[0])) {
+      segments.push(text.slice(start, end))
+      start = end
+    }
+  }
+  if (start < text.length) segments.push(text.slice(start))
+  return segments
+}
+
+/**
+ * `counter`'s count, as an Effect that gives the event loop a turn (other
+ * requests' sockets) between segments of a long text, so counting one large prompt (up to ~1 s of work
+ * for 1 MiB of high-entropy text) never holds the event loop for long.
+ */
+export const fairCounter = (budget = MAX_EXACT_BYTES): (text: string) => Effect.Effect<number> => {
+  let left = budget
+  return (text) =>
+    Effect.suspend(() => {
+      if (text.length === 0) return Effect.succeed(0)
+      const bytes = utf8Bytes(text)
+      if (bytes > left) return Effect.succeed(bytes)
+      left -= bytes
+      const segments = segmentsOf(text)
+      if (segments.length === 1) return Effect.succeed(slicedCount(text))
+      return Effect.reduce(segments, 0, (sum, segment) =>
+        Effect.as(eventLoopTurn, sum + slicedCount(segment)))
+    })
 }
 
 /** One text with a budget of its own. */
