@@ -147,6 +147,17 @@ export type RetrySettings = typeof RetrySettings.Type
 
 const retryDefaults: RetrySettings = { maxAttempts: 4, backoffBaseMs: 100, backoffCapMs: 2000, maxRetryWaitMs: 2000 }
 
+/** What a request body may be, checked before anything else reads it (README "Input limits"). */
+const LimitsConfig = Schema.Struct({
+  /** Largest accepted request body. */
+  maxBodyBytes: Schema.optionalWith(PositiveInt, { default: () => 20 * 1024 * 1024 }),
+  /** Deepest nesting of arrays and objects in a JSON body (at most 1000: deeper values overflow the stack elsewhere). */
+  maxJsonDepth: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 1000)), { default: () => 64 }),
+  /** Most items in any one array of a JSON body. */
+  maxArrayItems: Schema.optionalWith(PositiveInt, { default: () => 10_000 })
+})
+const limitsDefaults = { maxBodyBytes: 20 * 1024 * 1024, maxJsonDepth: 64, maxArrayItems: 10_000 }
+
 /** The config file. */
 export const ConfigFile = Schema.Struct({
   marginFloor: Schema.optional(Schema.partial(Schema.Record({ key: PrivacyClass, value: Decimal }))),
@@ -185,13 +196,7 @@ export const ConfigFile = Schema.Struct({
     }),
     { default: () => ({ standardRoute: false, retentionDays: 30 }) }
   ),
-  limits: Schema.optionalWith(
-    Schema.Struct({
-      /** Largest accepted request body. */
-      maxBodyBytes: Schema.optionalWith(PositiveInt, { default: () => 20 * 1024 * 1024 })
-    }),
-    { default: () => ({ maxBodyBytes: 20 * 1024 * 1024 }) }
-  )
+  limits: Schema.optionalWith(LimitsConfig, { default: () => limitsDefaults })
 })
 export type ConfigFile = typeof ConfigFile.Type
 

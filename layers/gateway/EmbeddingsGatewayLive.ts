@@ -15,9 +15,10 @@ import { type EmbeddingsResponse, toBase64 } from "../../services/Embeddings.ts"
 import { EmbeddingsGateway } from "../../services/EmbeddingsGateway.ts"
 import { Pricing } from "../../services/Pricing.ts"
 import { toApiError } from "../upstream/upstreamErrors.ts"
+import { quote } from "../../services/quote.ts"
 
 const unknownModel = (id: string) =>
-  new InvalidRequest({ message: `Unknown model "${id}"; GET /v1/models lists the models you can use.`, param: "model" })
+  new InvalidRequest({ message: `Unknown model "${quote(id)}"; GET /v1/models lists the models you can use.`, param: "model" })
 
 export const EmbeddingsGatewayLive = Layer.effect(
   EmbeddingsGateway,

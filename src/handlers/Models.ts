@@ -6,6 +6,7 @@ import { Catalogue, type Model } from "../../services/Catalogue.ts"
 import { formatUsd, type Nanos } from "../../services/Money.ts"
 import { Api } from "../api/Api.ts"
 import type { ModelRecord } from "../api/Records.ts"
+import { quote } from "../../services/quote.ts"
 
 /** Prices per 1M tokens read best without trailing zeros: "0.035", not "0.035000000". */
 const price = (nanos: Nanos) => formatUsd(nanos).replace(/\.?0+$/, "")
@@ -35,7 +36,7 @@ export const ModelsHandlers = HttpApiBuilder.group(Api, "models", (handlers) =>
       .handle("getModel", ({ path }) => {
         const id = decodeURIComponent(path["*"])
         return Option.match(catalogue.get(id), {
-          onNone: () => Effect.fail(new NotFound({ message: `No model ${id}.`, param: "id" })),
+          onNone: () => Effect.fail(new NotFound({ message: `No model ${quote(id)}.`, param: "id" })),
           onSome: (model) => Effect.succeed(toModelRecord(model))
         })
       })

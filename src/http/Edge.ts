@@ -17,9 +17,12 @@ import {
   NotFound,
   PayloadTooLarge
 } from "../../services/ApiError.ts"
+import type { ConfigFile } from "../../services/Config.ts"
 import { fieldPath } from "../../services/fieldPath.ts"
 import { Ids } from "../../services/Ids.ts"
+import { clip, quote } from "../../services/quote.ts"
 import { Api } from "../api/Api.ts"
+import { withCheckedJson } from "./checkedJson.ts"
 import { withChunkedBody } from "./chunkedBody.ts"
 
 const tooLarge = (limit: number) =>
@@ -29,7 +32,8 @@ const fromDecodeError = (error: HttpApiDecodeError) => {
   const [issue] = error.issues
   const param = issue === undefined || issue.path.length === 0 ? null : fieldPath(issue.path)
   return new InvalidRequest({
-    message: issue === undefined ? "The request does not match the API." : `${param ?? "body"}: ${issue.message}`,
+    // Schema's issue message shows the value it got: only a short prefix of it is kept.
+    message: issue === undefined ? "The request does not match the API." : clip(`${param ?? "body"}: ${issue.message}`, 200),
     param
   })
 }
@@ -40,14 +44,14 @@ export const toApiError = (limit: number) => (cause: Cause.Cause<unknown>): Effe
   if (isApiError(error)) return Effect.succeed(error)
   if (error instanceof HttpApiDecodeError) return Effect.succeed(fromDecodeError(error))
   if (HttpServerError.isServerError(error) && error._tag === "RouteNotFound") {
-    return Effect.succeed(new NotFound({ message: `No route ${error.request.method} ${error.request.url}.` }))
+    return Effect.succeed(new NotFound({ message: `No route ${quote(error.request.method, 16)} ${quote(error.request.url)}.` }))
   }
   if (HttpServerError.isServerError(error) && error._tag === "RequestError") {
     if (String((error.cause as Error | undefined)?.message).includes("maxBytes exceeded")) {
       return Effect.succeed(tooLarge(limit))
     }
     if (error.cause instanceof SyntaxError) {
-      return Effect.succeed(new InvalidRequest({ message: `The body is not valid JSON: ${error.cause.message}` }))
+      return Effect.succeed(new InvalidRequest({ message: `The body is not valid JSON: ${quote(error.cause.message, 120)}` }))
     }
   }
   return Effect.logError("unexpected failure", cause).pipe(
@@ -64,8 +68,11 @@ const asJson = (request: HttpServerRequest.HttpServerRequest) =>
     ? request
     : request.modify({ headers: Headers.set(request.headers, "content-type", "application/json") })
 
-/** The API-level middleware; `maxBodyBytes` from the config. */
-export const edgeMiddleware = (maxBodyBytes: number) =>
+/** A NUL in a path (`%00`) could only reach the database, which refuses it. */
+const NUL_IN_PATH = /%00|\u0000/i
+
+/** The API-level middleware; the body limits from the config (`limits`). */
+export const edgeMiddleware = ({ maxArrayItems, maxBodyBytes, maxJsonDepth }: ConfigFile["limits"]) =>
   HttpApiBuilder.middleware(Api, Effect.map(Ids, (ids) => (app: HttpApp.Default) =>
     Effect.gen(function*() {
       const requestId = ids.make("req")
@@ -75,6 +82,9 @@ export const edgeMiddleware = (maxBodyBytes: number) =>
         Effect.succeed(HttpServerResponse.setHeader(response, "x-request-id", requestId))
       )
       let request = asJson(yield* HttpServerRequest.HttpServerRequest)
+      if (NUL_IN_PATH.test(request.url)) {
+        return yield* new InvalidRequest({ message: "The path contains a NUL character (%00)." })
+      }
       const declared = request.headers["content-length"]
       if (Number(declared ?? 0) > maxBodyBytes) return yield* Effect.fail(tooLarge(maxBodyBytes))
       if (declared === undefined && request.headers["transfer-encoding"] !== undefined) {
@@ -82,6 +92,7 @@ export const edgeMiddleware = (maxBodyBytes: number) =>
         if (read === undefined) return yield* Effect.fail(tooLarge(maxBodyBytes))
         request = read
       }
+      request = withCheckedJson(request, { maxDepth: maxJsonDepth, maxArrayItems })
       return yield* app.pipe(
         Effect.provideService(HttpServerRequest.HttpServerRequest, request),
         Effect.provideService(MaxBodySize, Option.some(FileSystem.Size(maxBodyBytes))),
