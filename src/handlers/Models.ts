@@ -27,6 +27,15 @@ export const toModelRecord = (model: Model): typeof ModelRecord.Type => ({
   tier: model.tier
 })
 
+/** `svc%2Fpro` arrives still encoded; a `%` the router already decoded (`1%25x` → `1%x`) is kept as it is. */
+const decodedId = (raw: string) => {
+  try {
+    return decodeURIComponent(raw)
+  } catch {
+    return raw
+  }
+}
+
 export const ModelsHandlers = HttpApiBuilder.group(Api, "models", (handlers) =>
   Effect.gen(function*() {
     const catalogue = yield* Catalogue
@@ -34,7 +43,7 @@ export const ModelsHandlers = HttpApiBuilder.group(Api, "models", (handlers) =>
     return handlers
       .handle("listModels", () => Effect.succeed(list))
       .handle("getModel", ({ path }) => {
-        const id = decodeURIComponent(path["*"])
+        const id = decodedId(path["*"])
         return Option.match(catalogue.get(id), {
           onNone: () => Effect.fail(new NotFound({ message: `No model ${quote(id)}.`, param: "id" })),
           onSome: (model) => Effect.succeed(toModelRecord(model))

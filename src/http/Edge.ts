@@ -28,12 +28,17 @@ import { withChunkedBody } from "./chunkedBody.ts"
 const tooLarge = (limit: number) =>
   new PayloadTooLarge({ message: `The request body is larger than the limit of ${limit} bytes.` })
 
+/** Schema's issue message ends with the value it got (`…, actual "…"`): only a short prefix of that is kept. */
+const shortIssue = (message: string) => {
+  const at = message.indexOf(", actual ")
+  return at < 0 ? clip(message, 200) : `${clip(message.slice(0, at), 150)}, actual ${quote(message.slice(at + 9))}`
+}
+
 const fromDecodeError = (error: HttpApiDecodeError) => {
   const [issue] = error.issues
   const param = issue === undefined || issue.path.length === 0 ? null : fieldPath(issue.path)
   return new InvalidRequest({
-    // Schema's issue message shows the value it got: only a short prefix of it is kept.
-    message: issue === undefined ? "The request does not match the API." : clip(`${param ?? "body"}: ${issue.message}`, 200),
+    message: issue === undefined ? "The request does not match the API." : `${param ?? "body"}: ${shortIssue(issue.message)}`,
     param
   })
 }

@@ -10,9 +10,21 @@ import { InvalidRequest } from "../../services/ApiError.ts"
 import { quote } from "../../services/quote.ts"
 import { type ShapeLimits, shapeFault } from "./jsonShape.ts"
 
+/**
+ * Schema's unions read a discriminator with `String(value)`, which throws for an object with its own
+ * `toString` key (`{"role": {"toString": 1}}`), a defect that would be a 500. Such objects (rare: only
+ * bodies that spell the key are revived) get a prototype that turns them into a string safely, so the
+ * decoder refuses them like any other wrong type.
+ */
+const PRINTABLE = Object.create(Object.prototype, { [Symbol.toPrimitive]: { value: () => "[object]" } })
+const printable = (_: string, value: unknown) =>
+  value !== null && typeof value === "object" && !Array.isArray(value) && Object.hasOwn(value, "toString")
+    ? Object.setPrototypeOf(value, PRINTABLE)
+    : value
+
 const parsed = (text: string) =>
   Effect.try({
-    try: () => (text === "" ? null : JSON.parse(text)) as unknown,
+    try: () => (text === "" ? null : text.includes("\"toString\"") ? JSON.parse(text, printable) : JSON.parse(text)) as unknown,
     catch: (error) => new InvalidRequest({ message: `The body is not valid JSON: ${quote(String((error as Error).message), 120)}` })
   })
 
