@@ -43,6 +43,8 @@ const fromDecodeError = (error: HttpApiDecodeError) => {
   })
 }
 
+const internalError = new InternalError({ message: "Something went wrong on our side; the request was not completed." })
+
 /** Maps whatever failed into an error a caller may see; unexpected ones are logged and become 500. */
 export const toApiError = (limit: number) => (cause: Cause.Cause<unknown>): Effect.Effect<ApiError> => {
   const error = Cause.squash(cause)
@@ -59,8 +61,10 @@ export const toApiError = (limit: number) => (cause: Cause.Cause<unknown>): Effe
       return Effect.succeed(new InvalidRequest({ message: `The body is not valid JSON: ${quote(error.cause.message, 120)}` }))
     }
   }
+  // The caller went away (it closed the connection mid-request): nobody reads the answer, nothing to log.
+  if (Cause.isInterruptedOnly(cause)) return Effect.succeed(internalError)
   return Effect.logError("unexpected failure", cause).pipe(
-    Effect.as(new InternalError({ message: "Something went wrong on our side; the request was not completed." }))
+    Effect.as(internalError)
   )
 }
 
