@@ -9,6 +9,7 @@ import { HttpApiSchema } from "@effect/platform"
 import { Effect, FiberRef, ParseResult, Schema } from "effect"
 import { globalValue } from "effect/GlobalValue"
 import { PrivacyClass } from "./Config.ts"
+import { clip } from "./quote.ts"
 
 /** The id of the request being served (`req_...`); read when an error is encoded. */
 export const currentRequestId = globalValue(
@@ -129,9 +130,14 @@ export const statusOf = (error: ApiError): number => FACTS[error._tag].status
 /** The `code` of an error a caller can see. */
 export const codeOf = (error: ApiError): string => FACTS[error._tag].code
 
-/** The contract's envelope of an error, as sent in a body or an SSE error frame. */
+/** The contract's envelope of an error, as sent in a body or an SSE error frame; message and param are bounded (`clip`). */
 export const envelopeOf = (error: ApiError, requestId: string | null) => ({
-  error: { code: codeOf(error), message: error.message, param: error.param ?? null, request_id: requestId }
+  error: {
+    code: codeOf(error),
+    message: clip(error.message),
+    param: error.param === undefined || error.param === null ? null : clip(error.param),
+    request_id: requestId
+  }
 })
 
 /** The wire envelope shared by every error status. */

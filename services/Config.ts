@@ -202,6 +202,30 @@ const RateLimitDefaults = Schema.Struct({
   concurrency: Schema.optional(LimitValue)
 })
 
+/** What a request body may be, checked before anything else reads it (README "Input limits"). */
+const LimitsConfig = Schema.Struct({
+  /** Largest accepted request body. */
+  maxBodyBytes: Schema.optionalWith(PositiveInt, { default: () => 20 * 1024 * 1024 }),
+  /** Deepest nesting of arrays and objects in a JSON body (at most 1000: deeper values overflow the stack elsewhere). */
+  maxJsonDepth: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 1000)), { default: () => 64 }),
+  /** Most items in any one array of a JSON body. */
+  maxArrayItems: Schema.optionalWith(PositiveInt, { default: () => 10_000 }),
+  /** Rate limits of keys that set none (`rpm`, `tpm`), and every account's cap on concurrent calls. */
+  defaults: Schema.optionalWith(RateLimitDefaults, { default: () => ({}) }),
+  /** How long a concurrency permit outlives a process that died holding it (renewed while its call runs). */
+  permitLeaseSeconds: Schema.optionalWith(PositiveInt, { default: () => 30 }),
+  /** Where the counts live in Redis (`REDIS_URL`): every key starts with this, so installs can share a server. */
+  redisKeyPrefix: Schema.optionalWith(Schema.String, { default: () => "svc:rl:" })
+})
+const limitsDefaults = {
+  maxBodyBytes: 20 * 1024 * 1024,
+  maxJsonDepth: 64,
+  maxArrayItems: 10_000,
+  defaults: {},
+  permitLeaseSeconds: 30,
+  redisKeyPrefix: "svc:rl:"
+}
+
 /** The config file. */
 export const ConfigFile = Schema.Struct({
   marginFloor: Schema.optional(Schema.partial(Schema.Record({ key: PrivacyClass, value: Decimal }))),
@@ -242,19 +266,7 @@ export const ConfigFile = Schema.Struct({
     { default: () => ({ standardRoute: false, retentionDays: 30 }) }
   ),
   database: Schema.optionalWith(DatabaseSettings, { default: () => databaseDefaults }),
-  limits: Schema.optionalWith(
-    Schema.Struct({
-      /** Largest accepted request body. */
-      maxBodyBytes: Schema.optionalWith(PositiveInt, { default: () => 20 * 1024 * 1024 }),
-      /** Rate limits of keys that set none (`rpm`, `tpm`), and every account's cap on concurrent calls. */
-      defaults: Schema.optionalWith(RateLimitDefaults, { default: () => ({}) }),
-      /** How long a concurrency permit outlives a process that died holding it (renewed while its call runs). */
-      permitLeaseSeconds: Schema.optionalWith(PositiveInt, { default: () => 30 }),
-      /** Where the counts live in Redis (`REDIS_URL`): every key starts with this, so installs can share a server. */
-      redisKeyPrefix: Schema.optionalWith(Schema.String, { default: () => "svc:rl:" })
-    }),
-    { default: () => ({ maxBodyBytes: 20 * 1024 * 1024, defaults: {}, permitLeaseSeconds: 30, redisKeyPrefix: "svc:rl:" }) }
-  )
+  limits: Schema.optionalWith(LimitsConfig, { default: () => limitsDefaults })
 })
 export type ConfigFile = typeof ConfigFile.Type
 

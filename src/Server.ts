@@ -7,6 +7,7 @@ import { HttpApiBuilder, HttpMiddleware } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { AppConfig } from "../services/Config.ts"
+import { Ids } from "../services/Ids.ts"
 import { Api } from "./api/Api.ts"
 import { AdminHandlers } from "./handlers/Admin.ts"
 import { ChatHandlers } from "./handlers/Chat.ts"
@@ -15,6 +16,7 @@ import { ModelsHandlers } from "./handlers/Models.ts"
 import { PrivacyHandlers } from "./handlers/Privacy.ts"
 import { ProvidersHandlers } from "./handlers/Providers.ts"
 import { ReceiptsHandlers } from "./handlers/Receipts.ts"
+import { answerClientErrors } from "./http/clientErrors.ts"
 import { edgeMiddleware } from "./http/Edge.ts"
 import { SecurityLive } from "./http/SecurityLive.ts"
 
@@ -31,10 +33,13 @@ const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide(SecurityLive)
 )
 
-const Edge = Layer.unwrapEffect(Effect.map(AppConfig, (config) => edgeMiddleware(config.file.limits.maxBodyBytes)))
+const Edge = Layer.unwrapEffect(Effect.map(AppConfig, (config) => edgeMiddleware(config.file.limits)))
 
 const Listener = Layer.unwrapEffect(
-  Effect.map(AppConfig, ({ host, port }) => NodeHttpServer.layer(createServer, { host, port }))
+  Effect.map(
+    Effect.all([AppConfig, Ids]),
+    ([{ host, port }, ids]) => NodeHttpServer.layer(() => answerClientErrors(createServer(), () => ids.make("req")), { host, port })
+  )
 )
 
 /** Serves the API; needs the core services and the config. */

@@ -16,6 +16,7 @@ import { EventLog } from "../../services/EventLog.ts"
 import { Ids } from "../../services/Ids.ts"
 import { formatUsd, type Nanos } from "../../services/Money.ts"
 import { type MemoryAccount, MemoryBank } from "../billing/memoryBank.ts"
+import { quote } from "../../services/quote.ts"
 
 export const AccountsMemory: Layer.Layer<Accounts, never, MemoryBank | Ids | EventLog> = Layer.effect(
   Accounts,
@@ -75,7 +76,7 @@ export const AccountsMemory: Layer.Layer<Accounts, never, MemoryBank | Ids | Eve
           if (entry.amount === amount) return Effect.succeed(entry)
           return Effect.fail(
             new Conflict({
-              message: `Reference "${reference}" was already used for a credit of ${formatUsd(entry.amount)} USD.`,
+              message: `Reference "${quote(reference)}" was already used for a credit of ${formatUsd(entry.amount)} USD.`,
               param: "reference"
             })
           )

@@ -7,6 +7,7 @@ import { accountNotFound } from "./accountRefusals.ts"
 import { EventLog } from "../../services/EventLog.ts"
 import { Ids } from "../../services/Ids.ts"
 import { formatUsd, type Nanos, fromNumericColumn } from "../../services/Money.ts"
+import { quote } from "../../services/quote.ts"
 
 interface AccountRow {
   readonly id: string
@@ -106,7 +107,7 @@ export const AccountsPg = Layer.effect(
             if (entry.amount === amount) return entry
             return yield* Effect.fail(
               new Conflict({
-                message: `Reference "${reference}" was already used for a credit of ${formatUsd(entry.amount)} USD.`,
+                message: `Reference "${quote(reference)}" was already used for a credit of ${formatUsd(entry.amount)} USD.`,
                 param: "reference"
               })
             )

@@ -23,9 +23,10 @@ import { EmbeddingsGateway } from "../../services/EmbeddingsGateway.ts"
 import { Pricing } from "../../services/Pricing.ts"
 import { callDeadline, withinAttempt } from "../upstream/deadline.ts"
 import { toApiError } from "../upstream/upstreamErrors.ts"
+import { quote } from "../../services/quote.ts"
 
 const unknownModel = (id: string) =>
-  new InvalidRequest({ message: `Unknown model "${id}"; GET /v1/models lists the models you can use.`, param: "model" })
+  new InvalidRequest({ message: `Unknown model "${quote(id)}"; GET /v1/models lists the models you can use.`, param: "model" })
 
 export const EmbeddingsGatewayLive = Layer.effect(
   EmbeddingsGateway,

@@ -13,6 +13,7 @@ import { Clock, Effect, Layer } from "effect"
 import { NotFound } from "../../services/ApiError.ts"
 import { AppConfig } from "../../services/Config.ts"
 import { keepsTextOf, type Transcript, Transcripts } from "../../services/Transcripts.ts"
+import { quote } from "../../services/quote.ts"
 
 const DAY_MS = 24 * 60 * 60 * 1000
 
@@ -46,7 +47,7 @@ export const TranscriptsMemory: Layer.Layer<Transcripts, never, AppConfig> = Lay
           return transcript !== undefined && transcript.accountId === accountId && transcript.expiresAt.getTime() > now
             ? Effect.succeed(transcript)
             : new NotFound({
-              message: `No transcript for receipt ${receiptId}: none is kept for calls above the standard class, ` +
+              message: `No transcript for receipt ${quote(receiptId)}: none is kept for calls above the standard class, ` +
                 "or when prompt storage is off, and kept ones expire.",
               param: "id"
             })

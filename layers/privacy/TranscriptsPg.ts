@@ -9,6 +9,7 @@ import { NotFound } from "../../services/ApiError.ts"
 import type { Message } from "../../services/Chat.ts"
 import { AppConfig } from "../../services/Config.ts"
 import { keepsTextOf, type TranscriptCompletion, Transcripts } from "../../services/Transcripts.ts"
+import { quote } from "../../services/quote.ts"
 
 interface TranscriptRow {
   readonly receipt_id: string
@@ -58,7 +59,7 @@ export const TranscriptsPg = Layer.scoped(
           Effect.flatMap(([row]) =>
             row === undefined
               ? new NotFound({
-                message: `No transcript for receipt ${receiptId}: none is kept for calls above the standard class, ` +
+                message: `No transcript for receipt ${quote(receiptId)}: none is kept for calls above the standard class, ` +
                   "or when prompt storage is off, and kept ones expire.",
                 param: "id"
               })

@@ -11,6 +11,7 @@ import type { ChatRequest } from "../../services/Chat.ts"
 import type { PrivacyClass } from "../../services/Config.ts"
 import { CLASS_RANK } from "../../services/Privacy.ts"
 import type { PrivacyAsk } from "../../services/PrivacyPolicy.ts"
+import { quote } from "../../services/quote.ts"
 
 export type { PrivacyAsk }
 
@@ -28,7 +29,7 @@ export const privacyAskOf = (request: ChatRequest): Effect.Effect<PrivacyAsk, In
   if (envelope.class !== undefined && !isClass(envelope.class)) {
     return Effect.fail(
       new InvalidRequest({
-        message: `Unknown privacy class "${envelope.class}"; one of ${CLASS_RANK.join(", ")}.`,
+        message: `Unknown privacy class "${quote(envelope.class)}"; one of ${CLASS_RANK.join(", ")}.`,
         param: "privacy.class"
       })
     )
@@ -36,7 +37,7 @@ export const privacyAskOf = (request: ChatRequest): Effect.Effect<PrivacyAsk, In
   const legacy = envelope.mode === undefined ? undefined : LEGACY_MODES[envelope.mode]
   if (envelope.mode !== undefined && legacy === undefined) {
     return Effect.fail(
-      new InvalidRequest({ message: `Unknown privacy mode "${envelope.mode}"; one of standard, mesh.`, param: "privacy.mode" })
+      new InvalidRequest({ message: `Unknown privacy mode "${quote(envelope.mode)}"; one of standard, mesh.`, param: "privacy.mode" })
     )
   }
   if (envelope.class !== undefined && legacy !== undefined && envelope.class !== legacy) {

@@ -23,6 +23,7 @@ import type { Catalogue, Model } from "../../services/Catalogue.ts"
 import type { ChatRequest } from "../../services/Chat.ts"
 import type { Candidate, Dropped, RequestShape, RouterStrategies } from "../../services/Router.ts"
 import { type Ineligible, ineligibility, paramOf } from "./requestShape.ts"
+import { quote } from "../../services/quote.ts"
 
 export interface RoutePlan {
   readonly models: ReadonlyArray<Model>
@@ -33,7 +34,7 @@ export interface RoutePlan {
 }
 
 const unknownModel = (id: string, param: string) =>
-  new InvalidRequest({ message: `Unknown model "${id}"; GET /v1/models lists the models you can use.`, param })
+  new InvalidRequest({ message: `Unknown model "${quote(id)}"; GET /v1/models lists the models you can use.`, param })
 
 const refusal = (
   shape: RequestShape,

@@ -6,6 +6,7 @@ import { Catalogue, type Model } from "../../services/Catalogue.ts"
 import { formatUsd, type Nanos } from "../../services/Money.ts"
 import { Api } from "../api/Api.ts"
 import type { ModelRecord } from "../api/Records.ts"
+import { quote } from "../../services/quote.ts"
 
 /** Prices per 1M tokens read best without trailing zeros: "0.035", not "0.035000000". */
 const price = (nanos: Nanos) => formatUsd(nanos).replace(/\.?0+$/, "")
@@ -26,6 +27,15 @@ export const toModelRecord = (model: Model): typeof ModelRecord.Type => ({
   tier: model.tier
 })
 
+/** `svc%2Fpro` arrives still encoded; a `%` the router already decoded (`1%25x` → `1%x`) is kept as it is. */
+const decodedId = (raw: string) => {
+  try {
+    return decodeURIComponent(raw)
+  } catch {
+    return raw
+  }
+}
+
 export const ModelsHandlers = HttpApiBuilder.group(Api, "models", (handlers) =>
   Effect.gen(function*() {
     const catalogue = yield* Catalogue
@@ -33,9 +43,9 @@ export const ModelsHandlers = HttpApiBuilder.group(Api, "models", (handlers) =>
     return handlers
       .handle("listModels", () => Effect.succeed(list))
       .handle("getModel", ({ path }) => {
-        const id = decodeURIComponent(path["*"])
+        const id = decodedId(path["*"])
         return Option.match(catalogue.get(id), {
-          onNone: () => Effect.fail(new NotFound({ message: `No model ${id}.`, param: "id" })),
+          onNone: () => Effect.fail(new NotFound({ message: `No model ${quote(id)}.`, param: "id" })),
           onSome: (model) => Effect.succeed(toModelRecord(model))
         })
       })

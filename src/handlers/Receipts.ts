@@ -8,6 +8,7 @@ import { Transcripts } from "../../services/Transcripts.ts"
 import { Api } from "../api/Api.ts"
 import type { ReceiptRecord } from "../api/Records.ts"
 import { CurrentPrincipal } from "../api/Security.ts"
+import { quote } from "../../services/quote.ts"
 
 export const toReceiptRecord = (receipt: Receipt): typeof ReceiptRecord.Type => ({
   id: receipt.id,
@@ -51,13 +52,13 @@ export const ReceiptsHandlers = HttpApiBuilder.group(Api, "receipts", (handlers)
       .handle("getReceipt", ({ path }) =>
         Effect.gen(function*() {
           const { accountId } = yield* CurrentPrincipal
-          if (accountId === null) return yield* new NotFound({ message: `No receipt ${path.id}.`, param: "id" })
+          if (accountId === null) return yield* new NotFound({ message: `No receipt ${quote(path.id)}.`, param: "id" })
           return toReceiptRecord(yield* ledger.receipt(accountId, path.id))
         }))
       .handle("getTranscript", ({ path }) =>
         Effect.gen(function*() {
           const { accountId } = yield* CurrentPrincipal
-          if (accountId === null) return yield* new NotFound({ message: `No transcript for receipt ${path.id}.`, param: "id" })
+          if (accountId === null) return yield* new NotFound({ message: `No transcript for receipt ${quote(path.id)}.`, param: "id" })
           const transcript = yield* transcripts.get(accountId, path.id)
           return {
             object: "transcript" as const,

@@ -19,24 +19,35 @@ import {
   PayloadTooLarge
 } from "../../services/ApiError.ts"
 import { DatabaseStatus, isDatabaseOutage } from "../../services/DatabaseStatus.ts"
+import type { ConfigFile } from "../../services/Config.ts"
 import { fieldPath } from "../../services/fieldPath.ts"
 import { currentRateLimits, type RateLimitStatus } from "../../services/RateLimiter.ts"
 import { Ids } from "../../services/Ids.ts"
+import { clip, quote } from "../../services/quote.ts"
 import { Api } from "../api/Api.ts"
+import { withCheckedJson } from "./checkedJson.ts"
 import { withChunkedBody } from "./chunkedBody.ts"
 import { rateLimitHeaders } from "./rateLimitHeaders.ts"
 
 const tooLarge = (limit: number) =>
   new PayloadTooLarge({ message: `The request body is larger than the limit of ${limit} bytes.` })
 
+/** Schema's issue message ends with the value it got (`…, actual "…"`): only a short prefix of that is kept. */
+const shortIssue = (message: string) => {
+  const at = message.indexOf(", actual ")
+  return at < 0 ? clip(message, 200) : `${clip(message.slice(0, at), 150)}, actual ${quote(message.slice(at + 9))}`
+}
+
 const fromDecodeError = (error: HttpApiDecodeError) => {
   const [issue] = error.issues
   const param = issue === undefined || issue.path.length === 0 ? null : fieldPath(issue.path)
   return new InvalidRequest({
-    message: issue === undefined ? "The request does not match the API." : `${param ?? "body"}: ${issue.message}`,
+    message: issue === undefined ? "The request does not match the API." : `${param ?? "body"}: ${shortIssue(issue.message)}`,
     param
   })
 }
+
+const internalError = new InternalError({ message: "Something went wrong on our side; the request was not completed." })
 
 /**
  * Maps whatever failed into an error a caller may see; unexpected ones are logged and become 500.
@@ -48,18 +59,20 @@ export const toApiError = (limit: number, database?: DatabaseStatus["Type"]) => 
   if (database !== undefined && isDatabaseOutage(cause)) return Effect.as(database.observe(cause), database.unavailable())
   if (error instanceof HttpApiDecodeError) return Effect.succeed(fromDecodeError(error))
   if (HttpServerError.isServerError(error) && error._tag === "RouteNotFound") {
-    return Effect.succeed(new NotFound({ message: `No route ${error.request.method} ${error.request.url}.` }))
+    return Effect.succeed(new NotFound({ message: `No route ${quote(error.request.method, 16)} ${quote(error.request.url)}.` }))
   }
   if (HttpServerError.isServerError(error) && error._tag === "RequestError") {
     if (String((error.cause as Error | undefined)?.message).includes("maxBytes exceeded")) {
       return Effect.succeed(tooLarge(limit))
     }
     if (error.cause instanceof SyntaxError) {
-      return Effect.succeed(new InvalidRequest({ message: `The body is not valid JSON: ${error.cause.message}` }))
+      return Effect.succeed(new InvalidRequest({ message: `The body is not valid JSON: ${quote(error.cause.message, 120)}` }))
     }
   }
+  // The caller went away (it closed the connection mid-request): nobody reads the answer, nothing to log.
+  if (Cause.isInterruptedOnly(cause)) return Effect.succeed(internalError)
   return Effect.logError("unexpected failure", cause).pipe(
-    Effect.as(new InternalError({ message: "Something went wrong on our side; the request was not completed." }))
+    Effect.as(internalError)
   )
 }
 
@@ -72,8 +85,11 @@ const asJson = (request: HttpServerRequest.HttpServerRequest) =>
     ? request
     : request.modify({ headers: Headers.set(request.headers, "content-type", "application/json") })
 
-/** The API-level middleware; `maxBodyBytes` from the config. */
-export const edgeMiddleware = (maxBodyBytes: number) =>
+/** A NUL in a path (`%00`) could only reach the database, which refuses it. */
+const NUL_IN_PATH = /%00|\u0000/i
+
+/** The API-level middleware; the body limits from the config (`limits`). */
+export const edgeMiddleware = ({ maxArrayItems, maxBodyBytes, maxJsonDepth }: ConfigFile["limits"]) =>
   HttpApiBuilder.middleware(Api, Effect.map(Effect.all([Ids, DatabaseStatus]), ([ids, database]) => (app: HttpApp.Default) =>
     Effect.gen(function*() {
       const requestId = ids.make("req")
@@ -90,6 +106,9 @@ export const edgeMiddleware = (maxBodyBytes: number) =>
         )
       )
       let request = asJson(yield* HttpServerRequest.HttpServerRequest)
+      if (NUL_IN_PATH.test(request.url)) {
+        return yield* new InvalidRequest({ message: "The path contains a NUL character (%00)." })
+      }
       const declared = request.headers["content-length"]
       if (Number(declared ?? 0) > maxBodyBytes) return yield* Effect.fail(tooLarge(maxBodyBytes))
       if (declared === undefined && request.headers["transfer-encoding"] !== undefined) {
@@ -97,6 +116,7 @@ export const edgeMiddleware = (maxBodyBytes: number) =>
         if (read === undefined) return yield* Effect.fail(tooLarge(maxBodyBytes))
         request = read
       }
+      request = withCheckedJson(request, { maxDepth: maxJsonDepth, maxArrayItems })
       return yield* app.pipe(
         Effect.provideService(HttpServerRequest.HttpServerRequest, request),
         Effect.provideService(MaxBodySize, Option.some(FileSystem.Size(maxBodyBytes))),

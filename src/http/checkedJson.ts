@@ -1,0 +1,39 @@
+/**
+ * A request whose JSON body is read through the shape rules
+ * (`jsonShape.ts`): HttpApi reads the payload with `request.json` after the
+ * key was authenticated, so the rules cost an unauthenticated caller
+ * nothing; a body that breaks one is 400 `invalid_request` naming the field.
+ */
+import type { HttpServerRequest } from "@effect/platform"
+import { Effect } from "effect"
+import { InvalidRequest } from "../../services/ApiError.ts"
+import { quote } from "../../services/quote.ts"
+import { type ShapeLimits, shapeFault } from "./jsonShape.ts"
+
+/**
+ * Schema's unions read a discriminator with `String(value)`, which throws for an object with its own
+ * `toString` key (`{"role": {"toString": 1}}`), a defect that would be a 500. Such objects (rare: only
+ * bodies that spell the key are revived) get a prototype that turns them into a string safely, so the
+ * decoder refuses them like any other wrong type.
+ */
+const PRINTABLE = Object.create(Object.prototype, { [Symbol.toPrimitive]: { value: () => "[object]" } })
+const printable = (_: string, value: unknown) =>
+  value !== null && typeof value === "object" && !Array.isArray(value) && Object.hasOwn(value, "toString")
+    ? Object.setPrototypeOf(value, PRINTABLE)
+    : value
+
+const parsed = (text: string) =>
+  Effect.try({
+    try: () => (text === "" ? null : text.includes("\"toString\"") ? JSON.parse(text, printable) : JSON.parse(text)) as unknown,
+    catch: (error) => new InvalidRequest({ message: `The body is not valid JSON: ${quote(String((error as Error).message), 120)}` })
+  })
+
+/** `request` with its `json` checked against `limits` before it is parsed. */
+export const withCheckedJson = (request: HttpServerRequest.HttpServerRequest, limits: ShapeLimits) => {
+  const json = Effect.flatMap(request.text, (text) => {
+    const fault = shapeFault(text, limits)
+    return fault === undefined ? parsed(text) : Effect.fail(new InvalidRequest(fault))
+  })
+  // `json` is a getter on the request's prototype; an own property on a derived object replaces it.
+  return Object.create(request, { json: { value: json } }) as HttpServerRequest.HttpServerRequest
+}

@@ -1,0 +1,323 @@
+/**
+ * What the fuzz suite sends: every endpoint of the API with a valid request
+ * as its seed, and generated cases that mutate it — fields replaced by
+ * hostile values, dropped or added, whole bodies replaced by garbage, keys
+ * swapped for missing, malformed, revoked or under-scoped ones, odd
+ * `Idempotency-Key`s and content types, lying `content-length`s, and path
+ * ids with NUL, traversal, Unicode or great length.
+ */
+import fc from "fast-check"
+import type { RawRequest } from "./rawHttp.ts"
+import { PROTO_KEYS, Raw, toJsonText, weirdString, weirdValue } from "./values.ts"
+
+/** What the fixture made before the cases run. */
+export interface Fixture {
+  readonly adminKey: string
+  /** Chat and monitoring scopes, with credit. */
+  readonly chatKey: string
+  readonly monitoringKey: string
+  /** Chat scope, $0 balance. */
+  readonly brokeKey: string
+  readonly revokedKey: string
+  readonly accountId: string
+  /** A key of its own, for the revoke endpoint to revoke. */
+  readonly spareKeyId: string
+  readonly receiptId: string
+}
+
+type KeyRole = "admin" | "chat" | "monitoring" | "none"
+
+export interface Endpoint {
+  readonly name: string
+  readonly method: string
+  /** The route as declared in src/api (`:id`, `*`). */
+  readonly route: string
+  readonly key: KeyRole
+  /** The valid id for the route's `:id` or `*`. */
+  readonly id?: (fixture: Fixture) => string
+  /** A valid body. */
+  readonly body?: (fixture: Fixture) => Record<string, unknown>
+  readonly idempotent?: boolean
+  /** Its valid request is refused too (a capability no model has). */
+  readonly refusedWhenValid?: boolean
+}
+
+const user = (content: unknown) => ({ role: "user", content })
+
+export const ENDPOINTS: ReadonlyArray<Endpoint> = [
+  {
+    name: "chat", method: "POST", route: "/v1/chat/completions", key: "chat", idempotent: true,
+    body: () => ({ model: "svc/swift", messages: [user("hi")], max_tokens: 8, temperature: 0.5 })
+  },
+  {
+    name: "chat stream", method: "POST", route: "/v1/chat/completions", key: "chat", idempotent: true,
+    body: () => ({ model: "auto", messages: [user("hi")], stream: true, stream_options: { include_usage: true } })
+  },
+  {
+    name: "chat with every extension", method: "POST", route: "/v1/chat/completions", key: "chat",
+    body: () => ({
+      model: "svc/balanced",
+      models: ["svc/pro", "svc/swift"],
+      route: "fallback",
+      messages: [
+        { role: "system", content: "be brief" },
+        user([{ type: "text", text: "look" }, { type: "image_url", image_url: { url: "https://example.com/a.png", detail: "low" } }]),
+        { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: "{}" } }] },
+        { role: "tool", tool_call_id: "c1", content: "42" }
+      ],
+      privacy: { class: "standard_route", allowFallbackToLowerClass: true },
+      stop: ["\n"],
+      seed: 7,
+      user: "u1"
+    })
+  },
+  {
+    // The house models take neither tools nor schemas: this fuzzes how both are read and refused.
+    name: "chat with tools and a schema", method: "POST", route: "/v1/chat/completions", key: "chat", refusedWhenValid: true,
+    body: () => ({
+      model: "svc/pro",
+      messages: [user("hi")],
+      tools: [{ type: "function", function: { name: "f", parameters: { type: "object", properties: { a: { type: "string" } } } } }],
+      tool_choice: { type: "function", function: { name: "f" } },
+      response_format: { type: "json_schema", json_schema: { name: "out", schema: { type: "object" } } }
+    })
+  },
+  {
+    name: "embeddings", method: "POST", route: "/v1/embeddings", key: "chat", idempotent: true,
+    body: () => ({ model: "svc/embed", input: ["a", "b"], dimensions: 8, encoding_format: "float" })
+  },
+  { name: "models", method: "GET", route: "/v1/models", key: "chat" },
+  { name: "model", method: "GET", route: "/v1/models/*", key: "chat", id: () => "svc/pro" },
+  { name: "receipt", method: "GET", route: "/v1/receipts/:id", key: "monitoring", id: (f) => f.receiptId },
+  { name: "transcript", method: "GET", route: "/v1/receipts/:id/transcript", key: "monitoring", id: (f) => f.receiptId },
+  { name: "providers health", method: "GET", route: "/v1/providers/health", key: "monitoring" },
+  { name: "prompt keys", method: "GET", route: "/v1/privacy/keys", key: "none" },
+  { name: "openapi", method: "GET", route: "/openapi.json", key: "none" },
+  { name: "create account", method: "POST", route: "/v1/admin/accounts", key: "admin", body: () => ({ name: "fuzz", credit_usd: "0.5" }) },
+  { name: "get account", method: "GET", route: "/v1/admin/accounts/:id", key: "admin", id: (f) => f.accountId },
+  {
+    name: "create key", method: "POST", route: "/v1/admin/accounts/:id/keys", key: "admin", id: (f) => f.accountId,
+    body: () => ({ name: "fuzz", scopes: ["chat"], rpm: 60, tpm: 1000 })
+  },
+  { name: "revoke key", method: "DELETE", route: "/v1/admin/keys/:id", key: "admin", id: (f) => f.spareKeyId },
+  {
+    name: "set key limits", method: "PATCH", route: "/v1/admin/keys/:id", key: "admin", id: (f) => f.spareKeyId,
+    body: () => ({ rpm: 600, tpm: null })
+  },
+  {
+    name: "set account limits", method: "PATCH", route: "/v1/admin/accounts/:id/limits", key: "admin", id: (f) => f.accountId,
+    body: () => ({ concurrency: 1000 })
+  },
+  {
+    name: "add credits", method: "POST", route: "/v1/admin/accounts/:id/credits", key: "admin", id: (f) => f.accountId,
+    body: () => ({ amount_usd: "0.01", reference: "fuzz" })
+  }
+]
+
+/** One generated request, and the long strings in it (no message may quote more than a prefix of them). */
+export interface FuzzCase {
+  readonly label: string
+  readonly endpoint: Endpoint
+  readonly request: RawRequest
+  readonly sent: ReadonlyArray<string>
+}
+
+/** `arbitrary` once in `every` cases, else null. */
+const sometimes = <A>(arbitrary: fc.Arbitrary<A>, every: number): fc.Arbitrary<A | null> =>
+  fc.oneof({ weight: every - 1, arbitrary: fc.constant(null) }, { weight: 1, arbitrary })
+
+const keyFor = (role: KeyRole, fixture: Fixture) =>
+  role === "admin" ? fixture.adminKey : role === "chat" ? fixture.chatKey : role === "monitoring" ? fixture.monitoringKey : undefined
+
+type AuthChoice = { kind: "right" } | { kind: "other"; role: "admin" | "chat" | "monitoring" | "broke" | "revoked" } | { kind: "header"; value: string | null }
+
+const authArb: fc.Arbitrary<AuthChoice> = fc.oneof(
+  { weight: 12, arbitrary: fc.constant({ kind: "right" as const }) },
+  { weight: 2, arbitrary: fc.constantFrom("admin", "chat", "monitoring", "broke", "revoked").map((role) => ({ kind: "other" as const, role })) },
+  {
+    weight: 2,
+    arbitrary: fc.oneof(
+      fc.constant(null),
+      fc.constantFrom("Bearer", "Bearer ", "bearer svc_live_x", "Basic dXNlcjpwYXNz", "Bearer  a  b", "svc_live_abc", "Bearer \u00ff\u00fe"),
+      fc.string({ maxLength: 60 }).map((s) => `Bearer ${s}`),
+      fc.integer({ min: 100, max: 12_000 }).map((n) => `Bearer svc_live_${"A".repeat(n)}`),
+      fc.constantFrom("Bearer a\u0000b", "Bearer a\u0007b", "Bearer a\rb")
+    ).map((value) => ({ kind: "header" as const, value }))
+  }
+)
+
+const authHeader = (choice: AuthChoice, role: KeyRole, fixture: Fixture): string | null => {
+  if (choice.kind === "header") return choice.value
+  const key = choice.kind === "right"
+    ? keyFor(role, fixture)
+    : ({ admin: fixture.adminKey, chat: fixture.chatKey, monitoring: fixture.monitoringKey, broke: fixture.brokeKey, revoked: fixture.revokedKey })[choice.role]
+  return key === undefined ? null : `Bearer ${key}`
+}
+
+/** A string as one path segment (percent-encoding cannot carry half a surrogate pair). */
+const segment = (text: string) => encodeURIComponent(text.replace(/[\ud800-\udfff]/g, "?"))
+
+const idArb = fc.oneof(
+  { weight: 4, arbitrary: fc.constant<string | null>(null) },
+  { weight: 3, arbitrary: weirdString.map(segment) },
+  {
+    weight: 3,
+    arbitrary: fc.constantFrom(
+      "%00", "acct_%00", "rcpt_x%00y", "%ZZ", "%E0%A4%A", "%ED%A0%80", "..%2F..%2Fadmin", "../admin/accounts", "svc%2Fpro",
+      "%F0%9F%98%80", "a%20b", "", "acct_nope", "key_nope", "rcpt_nope", "svc/pro/extra", "svc/embed", "x".repeat(5000)
+    )
+  }
+)
+
+type BodyEdit =
+  | { op: "set"; at: number; value: unknown }
+  | { op: "drop"; at: number }
+  | { op: "add"; at: number; key: string; value: unknown }
+
+const editArb: fc.Arbitrary<BodyEdit> = fc.oneof(
+  { weight: 5, arbitrary: fc.record({ op: fc.constant("set" as const), at: fc.nat(), value: weirdValue }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant("drop" as const), at: fc.nat() }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({ op: fc.constant("add" as const), at: fc.nat(), key: fc.oneof(fc.constantFrom(...PROTO_KEYS), weirdString), value: weirdValue })
+  }
+)
+
+/** The containers of a body and their fields, in a fixed order (index `at` picks one). */
+const slotsOf = (root: unknown) => {
+  const slots: Array<{ parent: any; key: string | number }> = []
+  const visit = (node: unknown) => {
+    if (node === null || typeof node !== "object" || node instanceof Raw) return
+    for (const key of Array.isArray(node) ? node.keys() : Object.keys(node)) {
+      slots.push({ parent: node, key })
+      visit((node as any)[key])
+    }
+  }
+  visit(root)
+  return slots
+}
+
+const containersOf = (root: unknown) => {
+  const out: Array<any> = [root]
+  for (const { parent, key } of slotsOf(root)) {
+    if (parent[key] !== null && typeof parent[key] === "object" && !(parent[key] instanceof Raw)) out.push(parent[key])
+  }
+  return out
+}
+
+/** A fresh copy of a generated value: generated objects are shared between cases and must not be edited in place. */
+const copy = (value: unknown): unknown => {
+  if (value instanceof Raw || value === null || typeof value !== "object") return value
+  if (Array.isArray(value)) return value.map(copy)
+  const out: Record<string, unknown> = {}
+  for (const key of Object.keys(value)) {
+    Object.defineProperty(out, key, { value: copy((value as any)[key]), enumerable: true, writable: true, configurable: true })
+  }
+  return out
+}
+
+const applyEdit = (body: Record<string, unknown>, generated: BodyEdit) => {
+  const edit = "value" in generated ? { ...generated, value: copy(generated.value) } : generated
+  if (edit.op === "add") {
+    const containers = containersOf(body)
+    const target = containers[edit.at % containers.length]
+    if (Array.isArray(target)) target.push(edit.value)
+    else Object.defineProperty(target, edit.key, { value: edit.value, enumerable: true, writable: true, configurable: true })
+    return
+  }
+  const slots = slotsOf(body)
+  if (slots.length === 0) return
+  const { parent, key } = slots[edit.at % slots.length]!
+  if (edit.op === "set") parent[key] = edit.value
+  else if (Array.isArray(parent)) parent.splice(key as number, 1)
+  else delete parent[key]
+}
+
+const GARBAGE = ["", "null", "[]", "{}", "1e999", "\"str\"", "{\"model\":", "{'a':1}", "{\"a\":1,}", "\u0000", "[".repeat(50_000), "{\"a\":\"\\ud800\"}", "\ufeff{}"]
+
+const bodyArb = fc.oneof(
+  { weight: 10, arbitrary: fc.array(editArb, { minLength: 0, maxLength: 3 }).map((edits) => ({ kind: "edits" as const, edits })) },
+  { weight: 1, arbitrary: fc.oneof(fc.constantFrom(...GARBAGE), fc.string({ maxLength: 200 }), fc.jsonValue({ maxDepth: 4 }).map((v) => JSON.stringify(v))).map((text) => ({ kind: "text" as const, text })) }
+)
+
+const headersArb = fc.record({
+  idempotencyKey: sometimes(
+    fc.oneof(fc.string({ minLength: 1, maxLength: 40 }), fc.constantFrom("", " ", "k\u00e9", "k\u0001", "k\u0000"), fc.integer({ min: 200, max: 12_000 }).map((n) => "k".repeat(n))),
+    3
+  ),
+  contentType: sometimes(fc.constantFrom("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/json; charset=latin1", "application/xml", "", "application/json\u0000"), 8),
+  lengthLie: sometimes(fc.oneof(fc.integer({ min: -5, max: 5 }), fc.constantFrom(-1, 2 ** 53, 30 * 1024 * 1024)), 12),
+  extra: sometimes(fc.tuple(fc.constantFrom("x-forwarded-for", "transfer-encoding", "expect", "x-request-id", "accept-encoding"), fc.constantFrom("chunked", "100-continue", "gzip", "1.2.3.4", "req_fake", "\u00ff")), 10)
+})
+
+const methodArb = sometimes(fc.constantFrom("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "TRACE", "FOO"), 15)
+
+/** A generated request against one of `ENDPOINTS` (or an unknown route), made concrete with the fixture. */
+export const caseArb = (fixture: () => Fixture): fc.Arbitrary<FuzzCase> =>
+  fc.record({
+    endpoint: fc.constantFrom(...ENDPOINTS),
+    method: methodArb,
+    auth: authArb,
+    id: idArb,
+    body: bodyArb,
+    headers: headersArb,
+    stray: sometimes(fc.oneof(weirdString.map(segment), fc.constantFrom("/v1/", "/v2/chat/completions", "//v1/models", "/v1/models/", "/v1/admin/accounts//keys", "/%2e%2e/%2e%2e/etc/passwd")), 20)
+  }).map(({ endpoint, method, auth, id, body, headers, stray }) => {
+    const f = fixture()
+    const sent: Array<string> = []
+    const idText = id ?? (endpoint.id === undefined ? "" : encodeURIComponent(endpoint.id(f)).replaceAll("%2F", "/"))
+    if (id !== null) sent.push(decodeURIComponentSafe(id))
+    const path = stray !== null
+      ? (stray.startsWith("/") ? stray : `/v1/${stray}`)
+      : endpoint.route.replace(":id", idText).replace("*", idText)
+    let text: string | undefined
+    if (endpoint.body !== undefined) {
+      if (body.kind === "text") text = body.text
+      else {
+        const value = endpoint.body(f)
+        for (const edit of body.edits) applyEdit(value, edit)
+        text = toJsonText(value)
+        collectStrings(body.edits, sent)
+      }
+    }
+    const pairs: Array<[string, string]> = []
+    const authorization = authHeader(auth, endpoint.key, f)
+    if (authorization !== null) pairs.push(["authorization", authorization])
+    if (authorization !== null && authorization.length > 64) sent.push(authorization)
+    if (text !== undefined) pairs.push(["content-type", headers.contentType ?? "application/json"])
+    if (endpoint.idempotent === true && headers.idempotencyKey !== null) {
+      pairs.push(["idempotency-key", headers.idempotencyKey])
+      sent.push(headers.idempotencyKey)
+    }
+    if (headers.extra !== null) pairs.push(headers.extra)
+    const length = text === undefined ? undefined : Buffer.byteLength(text)
+    const label = `${endpoint.name}${stray === null ? "" : " (stray path)"}`
+    return {
+      label,
+      // How fast-check prints a counterexample: the request, not the endpoint's functions.
+      [fc.toStringMethod]: () => `${label}: ${method ?? endpoint.method} ${path.slice(0, 200)} ${JSON.stringify(pairs).slice(0, 300)} ${text?.slice(0, 300) ?? ""}`,
+      endpoint,
+      sent: sent.filter((s) => s.length > 64),
+      request: {
+        method: method ?? endpoint.method,
+        path,
+        headers: pairs,
+        body: text,
+        contentLength: headers.lengthLie === null || length === undefined ? length : Math.max(0, length + headers.lengthLie)
+      }
+    }
+  })
+
+const decodeURIComponentSafe = (text: string) => {
+  try {
+    return decodeURIComponent(text)
+  } catch {
+    return text
+  }
+}
+
+const collectStrings = (value: unknown, out: Array<string>) => {
+  if (typeof value === "string") out.push(value)
+  else if (Array.isArray(value)) for (const item of value) collectStrings(item, out)
+  else if (value !== null && typeof value === "object") for (const [key, item] of Object.entries(value)) (out.push(key), collectStrings(item, out))
+}
