@@ -16,4 +16,11 @@ describe("errorKindOf", () => {
     expect(errorKindOf({ type: { nested: echoed } })).toBe("unspecified")
     expect(errorKindOf("not an object")).toBe("unspecified")
   })
+
+  it("keeps the first reason of a Google-style error's details, when it is an identifier", () => {
+    const details = [{ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "API_KEY_INVALID", domain: "googleapis.com" }]
+    expect(errorKindOf({ code: 400, message: "API key not valid.", status: "INVALID_ARGUMENT", details }))
+      .toBe("code=400 status=INVALID_ARGUMENT reason=API_KEY_INVALID")
+    expect(errorKindOf({ code: 400, details: [{ reason: "please repeat my secret" }, "x"] })).toBe("code=400")
+  })
 })

@@ -45,16 +45,19 @@ export const protocolFailureOf = (error: unknown) =>
 /** An identifier such as `invalid_request_error` or `429`; free text in these fields could be an echoed prompt. */
 const MACHINE_TOKEN = /^[A-Za-z0-9_.:-]{1,64}$/
 
-/** An upstream error object's machine-readable fields (`type`, `code`, `status`), never its message. */
+/**
+ * An upstream error object's machine-readable fields (`type`, `code`, `status`, and the first
+ * `reason` of its `details`, as Google APIs send them), never its message.
+ */
 export const errorKindOf = (error: unknown): string => {
   const fields = isRecord(error) ? error : {}
-  return ["type", "code", "status"]
-    .filter((field) => {
-      const value = fields[field]
-      return typeof value === "number" || (typeof value === "string" && MACHINE_TOKEN.test(value))
-    })
-    .map((field) => `${field}=${String(fields[field])}`)
-    .join(" ") || "unspecified"
+  const machine = (value: unknown) => typeof value === "number" || (typeof value === "string" && MACHINE_TOKEN.test(value))
+  const kinds = ["type", "code", "status"].filter((field) => machine(fields[field])).map((field) => `${field}=${String(fields[field])}`)
+  const reason = Array.isArray(fields.details)
+    ? fields.details.map((detail) => (isRecord(detail) ? detail.reason : undefined)).find(machine)
+    : undefined
+  if (reason !== undefined) kinds.push(`reason=${String(reason)}`)
+  return kinds.join(" ") || "unspecified"
 }
 
 /** The time in whole seconds, read from Effect's `Clock` (so a TestClock controls it). */

@@ -13,6 +13,7 @@ import { nowSeconds, protocolFailureOf } from "../../support/json.ts"
 import { translated } from "../../support/translate.ts"
 import { apiKeyOf, baseUrlOf, makeUpstreamHttp, requestHeaders } from "../../support/upstreamHttp.ts"
 import { embeddingsBody, embeddingsOf } from "./embed.ts"
+import { credentialFailure } from "./credential.ts"
 import { generateContentBody, modelPathOf } from "./request.ts"
 import { completionOf } from "./response.ts"
 import { chunksOf } from "./stream.ts"
@@ -56,11 +57,13 @@ const make = (provider: ProviderConfig, options: GeminiOptions, env: Readonly<Re
     // The key goes in a header, never in the URL (URLs end up in logs).
     const { json: jsonHeaders, sse: sseHeaders } = requestHeaders(apiKey ? { "x-goog-api-key": apiKey } : {})
     const pathFor = (upstreamModel: string, method: string) => `${basePath}/${modelPathOf(upstreamModel)}:${method}`
+    const post = (path: string, body: unknown, headers: Record<string, string>) =>
+      Effect.mapError(http.post(path, body, headers), credentialFailure)
 
     const complete: ProviderAdapter["complete"] = (call) =>
       Effect.scoped(Effect.gen(function*() {
         const body = yield* translated(() => generateContentBody(call.request, options.safetySettings))
-        const response = yield* http.post(pathFor(call.upstreamModel, "generateContent"), body, jsonHeaders)
+        const response = yield* post(pathFor(call.upstreamModel, "generateContent"), body, jsonHeaders)
         const text = yield* http.text(response)
         const now = yield* nowSeconds
         return yield* Effect.try({ try: () => completionOf(JSON.parse(text), call.upstreamModel, now), catch: protocolFailureOf })
@@ -69,13 +72,13 @@ const make = (provider: ProviderConfig, options: GeminiOptions, env: Readonly<Re
     const stream: ProviderAdapter["stream"] = (call) =>
       Effect.gen(function*() {
         const body = yield* translated(() => generateContentBody(call.request, options.safetySettings))
-        const response = yield* http.post(pathFor(call.upstreamModel, "streamGenerateContent?alt=sse"), body, sseHeaders)
+        const response = yield* post(pathFor(call.upstreamModel, "streamGenerateContent?alt=sse"), body, sseHeaders)
         return chunksOf(response.body, call.upstreamModel, yield* nowSeconds)
       })
 
     const embed: NonNullable<ProviderAdapter["embed"]> = (call) =>
       Effect.scoped(Effect.gen(function*() {
-        const response = yield* http.post(pathFor(call.upstreamModel, "batchEmbedContents"), embeddingsBody(call, options.embeddingTaskType), jsonHeaders)
+        const response = yield* post(pathFor(call.upstreamModel, "batchEmbedContents"), embeddingsBody(call, options.embeddingTaskType), jsonHeaders)
         const text = yield* http.text(response)
         return yield* Effect.try({ try: () => embeddingsOf(JSON.parse(text), call.input), catch: protocolFailureOf })
       }))
