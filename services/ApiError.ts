@@ -43,6 +43,8 @@ export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", Shown) 
 export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", Shown) {}
 /** Request body over the configured limit. */
 export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", Shown) {}
+/** The request (its headers and body) did not arrive in time; answered on the raw socket, before the API sees it. */
+export class RequestTimeout extends Schema.TaggedError<RequestTimeout>()("RequestTimeout", Shown) {}
 /** The key or account is over a rate limit (requests or tokens per minute, concurrent calls). */
 export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
   ...Shown,
@@ -85,6 +87,7 @@ const classes = [
   Forbidden,
   NotFound,
   Conflict,
+  RequestTimeout,
   PayloadTooLarge,
   RateLimited,
   PrivacyClassUnavailable,
@@ -109,6 +112,7 @@ export const FACTS = {
   Forbidden: { status: 403, code: "forbidden" },
   NotFound: { status: 404, code: "not_found" },
   Conflict: { status: 409, code: "idempotency_conflict" },
+  RequestTimeout: { status: 408, code: "request_timeout" },
   PayloadTooLarge: { status: 413, code: "payload_too_large" },
   RateLimited: { status: 429, code: "rate_limited" },
   PrivacyClassUnavailable: { status: 422, code: "privacy_class_unavailable_for_model" },

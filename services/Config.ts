@@ -3,6 +3,21 @@
  * and the environment overrides, decoded once at start.
  */
 import { Context, Data, type Redacted, Schema } from "effect"
+import {
+  DatabaseSettings,
+  databaseDefaults,
+  deadlineDefaults,
+  DeadlineSettings,
+  healthDefaults,
+  HealthSettings,
+  LimitsConfig,
+  limitsDefaults,
+  PositiveInt,
+  retryDefaults,
+  RetrySettings
+} from "./Settings.ts"
+
+export { DatabaseSettings, DeadlineSettings, HealthSettings, RetrySettings } from "./Settings.ts"
 
 /** Privacy classes, weakest to strongest. */
 export const PrivacyClass = Schema.Literal(
@@ -36,7 +51,6 @@ const Decimal = Schema.String.pipe(
   })
 )
 
-const PositiveInt = Schema.Int.pipe(Schema.positive())
 
 /** USD per one million tokens. */
 export const TokenPrices = Schema.Struct({
@@ -113,118 +127,6 @@ export const ProviderConfig = Schema.Struct({
 })
 export type ProviderConfig = typeof ProviderConfig.Type
 
-/** Deployment health and its circuit breaker (layers/health/HealthPg.ts). */
-export const HealthSettings = Schema.Struct({
-  /** Consecutive failures of a deployment that open its breaker. */
-  failureThreshold: Schema.optionalWith(PositiveInt, { default: () => 3 }),
-  /** How long an opened breaker keeps the deployment out before one probe call may try it. */
-  cooldownSeconds: Schema.optionalWith(PositiveInt, { default: () => 30 }),
-  /** The cooldown doubles with every failed probe, up to this. */
-  maxCooldownSeconds: Schema.optionalWith(PositiveInt, { default: () => 300 }),
-  /** How often each process re-reads the shared breaker table (what other processes learned). */
-  syncMillis: Schema.optionalWith(PositiveInt, { default: () => 1000 }),
-  /** How often each process writes its windowed numbers to the shared stats table. */
-  statsFlushMillis: Schema.optionalWith(PositiveInt, { default: () => 5000 })
-})
-export type HealthSettings = typeof HealthSettings.Type
-
-const healthDefaults: HealthSettings = {
-  failureThreshold: 3,
-  cooldownSeconds: 30,
-  maxCooldownSeconds: 300,
-  syncMillis: 1000,
-  statsFlushMillis: 5000
-}
-
-/** Retries of a call across its routes (layers/routing/failover.ts). */
-export const RetrySettings = Schema.Struct({
-  /** Attempts per call, over all its routes. */
-  maxAttempts: Schema.optionalWith(PositiveInt, { default: () => 4 }),
-  /** Backoff before a route is tried again: this, doubling per round, jittered. */
-  backoffBaseMs: Schema.optionalWith(PositiveInt, { default: () => 100 }),
-  backoffCapMs: Schema.optionalWith(PositiveInt, { default: () => 2000 }),
-  /** A `Retry-After` up to this long is waited for; a longer one leaves the route out of the call. */
-  maxRetryWaitMs: Schema.optionalWith(PositiveInt, { default: () => 2000 })
-})
-export type RetrySettings = typeof RetrySettings.Type
-
-const retryDefaults: RetrySettings = { maxAttempts: 4, backoffBaseMs: 100, backoffCapMs: 2000, maxRetryWaitMs: 2000 }
-
-/** The connection to PostgreSQL and what an outage costs (layers/storage/Database.ts, DatabaseStatusLive.ts). */
-export const DatabaseSettings = Schema.Struct({
-  /** Longest wait for a new connection; then the request is answered 503. */
-  connectTimeoutMs: Schema.optionalWith(PositiveInt, { default: () => 5000 }),
-  /** Longest a statement may run (the server's `statement_timeout`; the driver gives up 1 s later). */
-  statementTimeoutMs: Schema.optionalWith(PositiveInt, { default: () => 15_000 }),
-  /** An idle pooled connection is closed after this. */
-  idleTimeoutMs: Schema.optionalWith(PositiveInt, { default: () => 30_000 }),
-  /** Connections per gateway process. */
-  poolSize: Schema.optionalWith(PositiveInt, { default: () => 10 }),
-  /** How long a start waits for an unreachable database before giving up; 0 waits forever. */
-  startupWaitSeconds: Schema.optionalWith(Schema.Int.pipe(Schema.nonNegative()), { default: () => 300 }),
-  /** `Retry-After` of the 503 answered while the database cannot be reached. */
-  retryAfterSeconds: Schema.optionalWith(PositiveInt, { default: () => 5 }),
-  /** How often an unreachable database is asked again (and kept settlements retried). */
-  probeIntervalMs: Schema.optionalWith(PositiveInt, { default: () => 1000 })
-})
-export type DatabaseSettings = typeof DatabaseSettings.Type
-
-const databaseDefaults: DatabaseSettings = {
-  connectTimeoutMs: 5000,
-  statementTimeoutMs: 15_000,
-  idleTimeoutMs: 30_000,
-  poolSize: 10,
-  startupWaitSeconds: 300,
-  retryAfterSeconds: 5,
-  probeIntervalMs: 1000
-}
-/**
- * How long a call may take (layers/upstream/deadline.ts). Each attempt is also bounded, from
- * connecting to its last byte, by its provider's `timeoutMs`.
- */
-export const DeadlineSettings = Schema.Struct({
-  /** The whole call, over all its attempts and backoffs, streaming included. */
-  callMs: Schema.optionalWith(PositiveInt, { default: () => 300_000 }),
-  /** A stream that delivers nothing for this long after its first chunk is cut off. */
-  streamIdleMs: Schema.optionalWith(PositiveInt, { default: () => 30_000 })
-})
-export type DeadlineSettings = typeof DeadlineSettings.Type
-
-const deadlineDefaults: DeadlineSettings = { callMs: 300_000, streamIdleMs: 30_000 }
-
-/** A limit: a whole number from 1 to 2³¹−1. */
-const LimitValue = PositiveInt.pipe(Schema.lessThanOrEqualTo(2_147_483_647))
-
-/** Limits that apply where a key (rpm, tpm) or account (concurrency) sets none; absent = unlimited. */
-const RateLimitDefaults = Schema.Struct({
-  rpm: Schema.optional(LimitValue),
-  tpm: Schema.optional(LimitValue),
-  concurrency: Schema.optional(LimitValue)
-})
-
-/** What a request body may be, checked before anything else reads it (README "Input limits"). */
-const LimitsConfig = Schema.Struct({
-  /** Largest accepted request body. */
-  maxBodyBytes: Schema.optionalWith(PositiveInt, { default: () => 20 * 1024 * 1024 }),
-  /** Deepest nesting of arrays and objects in a JSON body (at most 1000: deeper values overflow the stack elsewhere). */
-  maxJsonDepth: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 1000)), { default: () => 64 }),
-  /** Most items in any one array of a JSON body. */
-  maxArrayItems: Schema.optionalWith(PositiveInt, { default: () => 10_000 }),
-  /** Rate limits of keys that set none (`rpm`, `tpm`), and every account's cap on concurrent calls. */
-  defaults: Schema.optionalWith(RateLimitDefaults, { default: () => ({}) }),
-  /** How long a concurrency permit outlives a process that died holding it (renewed while its call runs). */
-  permitLeaseSeconds: Schema.optionalWith(PositiveInt, { default: () => 30 }),
-  /** Where the counts live in Redis (`REDIS_URL`): every key starts with this, so installs can share a server. */
-  redisKeyPrefix: Schema.optionalWith(Schema.String, { default: () => "svc:rl:" })
-})
-const limitsDefaults = {
-  maxBodyBytes: 20 * 1024 * 1024,
-  maxJsonDepth: 64,
-  maxArrayItems: 10_000,
-  defaults: {},
-  permitLeaseSeconds: 30,
-  redisKeyPrefix: "svc:rl:"
-}
 
 /** The config file. */
 export const ConfigFile = Schema.Struct({

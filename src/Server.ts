@@ -16,7 +16,7 @@ import { ModelsHandlers } from "./handlers/Models.ts"
 import { PrivacyHandlers } from "./handlers/Privacy.ts"
 import { ProvidersHandlers } from "./handlers/Providers.ts"
 import { ReceiptsHandlers } from "./handlers/Receipts.ts"
-import { answerClientErrors } from "./http/clientErrors.ts"
+import { answerClientErrors, requestTimeouts } from "./http/clientErrors.ts"
 import { edgeMiddleware } from "./http/Edge.ts"
 import { SecurityLive } from "./http/SecurityLive.ts"
 
@@ -38,7 +38,11 @@ const Edge = Layer.unwrapEffect(Effect.map(AppConfig, (config) => edgeMiddleware
 const Listener = Layer.unwrapEffect(
   Effect.map(
     Effect.all([AppConfig, Ids]),
-    ([{ host, port }, ids]) => NodeHttpServer.layer(() => answerClientErrors(createServer(), () => ids.make("req")), { host, port })
+    ([{ file, host, port }, ids]) =>
+      NodeHttpServer.layer(
+        () => answerClientErrors(createServer(requestTimeouts(file.limits.requestTimeoutMs)), () => ids.make("req")),
+        { host, port }
+      )
   )
 )
 

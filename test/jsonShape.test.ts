@@ -42,7 +42,7 @@ describe("JSON shape rules", () => {
 
   it("has documented defaults in the config", () => {
     const { limits } = Schema.decodeUnknownSync(ConfigFile)({})
-    expect(limits).toEqual({ maxBodyBytes: 20 * 1024 * 1024, maxJsonDepth: 64, maxArrayItems: 10_000 })
+    expect(limits).toMatchObject({ maxBodyBytes: 20 * 1024 * 1024, maxJsonDepth: 64, maxArrayItems: 10_000 })
     expect(() => Schema.decodeUnknownSync(ConfigFile)({ limits: { maxJsonDepth: 5000 } })).toThrow()
   })
 })

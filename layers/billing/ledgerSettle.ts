@@ -12,6 +12,7 @@ import type { SqlClient } from "@effect/sql"
 import { Cause, Effect, Exit } from "effect"
 import type { Ids } from "../../services/Ids.ts"
 import type { Receipt } from "../../services/Ledger.ts"
+import { isDatabaseOutage } from "../../services/DatabaseStatus.ts"
 import { formatUsd, fromNumericColumn, type Nanos } from "../../services/Money.ts"
 import { billProblem, refusedBill } from "./billCheck.ts"
 import { type SettleItem, settledReceipt, type SettledRow } from "./ledgerRows.ts"
@@ -148,7 +149,10 @@ export const makeSettleBatch = (sql: SqlClient.SqlClient, ids: typeof Ids.Servic
     Effect.gen(function*() {
       const together = yield* Effect.exit(settleStatement(accountId, items))
       if (Exit.isSuccess(together)) return yield* answerRows(items, together.value)
-      if (items.length === 1) return [yield* failedAlone(items[0]!, together.cause)]
+      // An outage fails every statement alike: nothing to isolate, and DatabaseStatus logs it once.
+      if (items.length === 1 || isDatabaseOutage(together.cause)) {
+        return yield* Effect.forEach(items, (item) => failedAlone(item, together.cause))
+      }
       yield* Effect.logWarning(`a settlement statement of ${items.length} calls failed; settling them one by one`).pipe(
         Effect.annotateLogs({ account: accountId, cause: Cause.pretty(together.cause) })
       )
@@ -171,12 +175,16 @@ export const makeSettleBatch = (sql: SqlClient.SqlClient, ids: typeof Ids.Servic
     })
   }
 
-  /** A settlement that failed on its own: a logged defect of that call alone; its hold stays for the sweeper. */
+  /**
+   * A settlement that failed on its own: a logged defect of that call alone (an outage is logged
+   * once, by DatabaseStatus, when Billing keeps the settlement in the journal); its hold stays.
+   */
   const failedAlone = (item: SettleItem, cause: Cause.Cause<unknown>) =>
     Effect.as(
-      Effect.logError("a settlement failed; its reservation stays open until the sweeper releases it", cause).pipe(
-        Effect.annotateLogs({ account: item.reservation.accountId, reservation: item.reservation.id })
-      ),
+      isDatabaseOutage(cause) ? Effect.void : Effect.logError(
+        "a settlement failed; its reservation stays open until the sweeper releases it",
+        cause
+      ).pipe(Effect.annotateLogs({ account: item.reservation.accountId, reservation: item.reservation.id })),
       Exit.die(Cause.squash(cause)) as Exit.Exit<Receipt>
     )
 
