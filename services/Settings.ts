@@ -1,8 +1,9 @@
 /**
  * The operational sections of the config file (services/Config.ts): deployment
  * health, retries, deadlines, the database connection, and the limits on what
- * a request may be and how often a key may call. Each with its defaults, so an
- * omitted section decodes to them.
+ * a request may be and how often a key may call. Each field has its default in
+ * its schema; a section's defaults (used when the section is omitted) are its
+ * schema decoded from `{}`, so they are written once.
  */
 import { Schema } from "effect"
 
@@ -23,13 +24,7 @@ export const HealthSettings = Schema.Struct({
 })
 export type HealthSettings = typeof HealthSettings.Type
 
-export const healthDefaults: HealthSettings = {
-  failureThreshold: 3,
-  cooldownSeconds: 30,
-  maxCooldownSeconds: 300,
-  syncMillis: 1000,
-  statsFlushMillis: 5000
-}
+export const healthDefaults = Schema.decodeSync(HealthSettings)({})
 
 /** Retries of a call across its routes (layers/routing/failover.ts). */
 export const RetrySettings = Schema.Struct({
@@ -43,7 +38,7 @@ export const RetrySettings = Schema.Struct({
 })
 export type RetrySettings = typeof RetrySettings.Type
 
-export const retryDefaults: RetrySettings = { maxAttempts: 4, backoffBaseMs: 100, backoffCapMs: 2000, maxRetryWaitMs: 2000 }
+export const retryDefaults = Schema.decodeSync(RetrySettings)({})
 
 /** The connection to PostgreSQL and what an outage costs (layers/storage/Database.ts, DatabaseStatusLive.ts). */
 export const DatabaseSettings = Schema.Struct({
@@ -64,15 +59,7 @@ export const DatabaseSettings = Schema.Struct({
 })
 export type DatabaseSettings = typeof DatabaseSettings.Type
 
-export const databaseDefaults: DatabaseSettings = {
-  connectTimeoutMs: 5000,
-  statementTimeoutMs: 15_000,
-  idleTimeoutMs: 30_000,
-  poolSize: 10,
-  startupWaitSeconds: 300,
-  retryAfterSeconds: 5,
-  probeIntervalMs: 1000
-}
+export const databaseDefaults = Schema.decodeSync(DatabaseSettings)({})
 /**
  * How long a call may take (layers/upstream/deadline.ts). Each attempt is also bounded, from
  * connecting to its last byte, by its provider's `timeoutMs`.
@@ -85,7 +72,7 @@ export const DeadlineSettings = Schema.Struct({
 })
 export type DeadlineSettings = typeof DeadlineSettings.Type
 
-export const deadlineDefaults: DeadlineSettings = { callMs: 300_000, streamIdleMs: 30_000 }
+export const deadlineDefaults = Schema.decodeSync(DeadlineSettings)({})
 
 /** A limit: a whole number from 1 to 2³¹−1. */
 const LimitValue = PositiveInt.pipe(Schema.lessThanOrEqualTo(2_147_483_647))
@@ -114,12 +101,4 @@ export const LimitsConfig = Schema.Struct({
   /** Where the counts live in Redis (`REDIS_URL`): every key starts with this, so installs can share a server. */
   redisKeyPrefix: Schema.optionalWith(Schema.String, { default: () => "svc:rl:" })
 })
-export const limitsDefaults = {
-  maxBodyBytes: 20 * 1024 * 1024,
-  maxJsonDepth: 64,
-  maxArrayItems: 10_000,
-  requestTimeoutMs: 60_000,
-  defaults: {},
-  permitLeaseSeconds: 30,
-  redisKeyPrefix: "svc:rl:"
-}
+export const limitsDefaults = Schema.decodeSync(LimitsConfig)({})

@@ -19,25 +19,13 @@ import { freshDatabase, type TestDatabase } from "./support/database.ts"
 import { type FaultProxy, startFaultProxy } from "./support/faultProxy.ts"
 import { startGateway, type TestGateway } from "./support/gateway.ts"
 import { moneyViolations } from "./support/invariants.ts"
+import { meteredConfig } from "./support/meteredConfig.ts"
 
 const SERVER = process.env.DATABASE_URL
 
 const configFor = (baseUrl: string) => ({
   database: { connectTimeoutMs: 1000, statementTimeoutMs: 2000, probeIntervalMs: 200, retryAfterSeconds: 3 },
-  models: [{
-    id: "svc/metered",
-    context: 32000,
-    pricing: { input: "1.00", output: "2.00" },
-    modalities: ["text"],
-    capabilities: ["chat", "streaming"]
-  }],
-  providers: [{
-    id: "metered",
-    plugin: "openai-compatible",
-    baseUrl,
-    timeoutMs: 10_000,
-    deployments: [{ model: "svc/metered", upstreamModel: "m", cost: { input: "0.50", output: "1.00" } }]
-  }]
+  ...meteredConfig(baseUrl)
 })
 
 const PROMPT = "one two three four five six seven eight nine ten eleven twelve"

@@ -10,24 +10,10 @@
  */
 import { describe, expect, it } from "vitest"
 import { billedSuite } from "./support/billedSuite.ts"
+import { meteredConfig } from "./support/meteredConfig.ts"
 import { parseUsd } from "../services/Money.ts"
 
-const suite = billedSuite((baseUrl) => ({
-  models: [{
-    id: "svc/metered",
-    context: 32000,
-    pricing: { input: "1.00", output: "2.00" },
-    modalities: ["text"],
-    capabilities: ["chat", "streaming"]
-  }],
-  providers: [{
-    id: "metered",
-    plugin: "openai-compatible",
-    baseUrl,
-    timeoutMs: 10000,
-    deployments: [{ model: "svc/metered", upstreamModel: "m", cost: { input: "0.50", output: "1.00" } }]
-  }]
-}))
+const suite = billedSuite((baseUrl) => meteredConfig(baseUrl))
 
 const usdNanos = (text: string): bigint => {
   const parsed = parseUsd(text)
