@@ -6,7 +6,8 @@
  * their own processes. Knobs: BENCH_SECONDS (per round at 32 connections, 5),
  * BENCH_ROUNDS (3), BENCH_CPU_PROF=<dir> (CPU profile of the gateway process),
  * BENCH_ONLY=fairness (only the fairness table, bench/fairness.ts),
- * BENCH_ONLY=embeddings (only the stall of a huge embeddings answer, bench/embeddingsStall.ts).
+ * BENCH_ONLY=embeddings (only the stall of a huge embeddings answer, bench/embeddingsStall.ts),
+ * BENCH_ONLY=table (only the table against the bare proxy: what to profile the hot path with).
  */
 import type { ChildProcess } from "node:child_process"
 import { fileURLToPath } from "node:url"
@@ -81,7 +82,8 @@ const main = async () => {
     return
   }
 
-  const refusal = await measureRefusal(gateway, bodies.json)
+  const onlyTable = process.env.BENCH_ONLY === "table"
+  const refusal = onlyTable ? "" : await measureRefusal(gateway, bodies.json)
 
   const loader = spawn("./load.ts")
   await nextMessage(loader, "ready")
@@ -164,10 +166,10 @@ const main = async () => {
   )
   console.log(lines.join("\n"))
 
-  await fairness(gateway, () => spawn("./load.ts"), ROUNDS, LATENCY_SECONDS * 2)
+  if (!onlyTable) await fairness(gateway, () => spawn("./load.ts"), ROUNDS, LATENCY_SECONDS * 2)
 
   for (const child of children) child.send("stop")
-  await embeddingsStall()
+  if (!onlyTable) await embeddingsStall()
   await Promise.all(children.map((child) => child.exitCode !== null ? null : new Promise((r) => child.once("exit", r))))
   clearTimeout(deadline)
 }
