@@ -26,7 +26,6 @@ const OUTAGE_STATES = new Set([
   "53100", // disk_full
   "53200", // out_of_memory
   "53300", // too_many_connections
-  "57014", // query_canceled: our statement_timeout
   "57P01", // admin_shutdown
   "57P02", // crash_shutdown
   "57P03", // cannot_connect_now (starting up, shutting down)
@@ -45,6 +44,9 @@ const isOutageError = (error: unknown, depth = 0): boolean => {
   const { code, message, cause } = error as { code?: unknown; message?: unknown; cause?: unknown }
   if (typeof code === "string" && (code.startsWith("08") && code.length === 5 || OUTAGE_STATES.has(code))) return true
   if (typeof code === "string" && OUTAGE_ERRNOS.has(code)) return true
+  // query_canceled is an outage only when our statement_timeout ran out (a frozen server); a
+  // statement cancelled because its request went away ("due to user request") is not.
+  if (code === "57014") return typeof message === "string" && /statement timeout/i.test(message)
   if (typeof message === "string" && OUTAGE_MESSAGE.test(message)) return true
   if (error instanceof AggregateError && error.errors.some((inner) => isOutageError(inner, depth + 1))) return true
   return isOutageError(cause, depth + 1)

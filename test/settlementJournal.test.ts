@@ -226,5 +226,9 @@ describe("database status", () => {
     expect(outage(Object.assign(new Error("terminating connection due to administrator command"), { code: "57P01" }))).toBe(true)
     expect(outage(Object.assign(new Error("cannot execute UPDATE in a read-only transaction"), { code: "25006" }))).toBe(true)
     expect(outage(Object.assign(new Error("duplicate key"), { code: "23505" }))).toBe(false)
+    // Our statement_timeout ran out: the server is frozen. A statement cancelled because its request
+    // went away is no outage (the fuzz suite once saw every request answered 503 after one hang-up).
+    expect(outage(Object.assign(new Error("canceling statement due to statement timeout"), { code: "57014" }))).toBe(true)
+    expect(outage(Object.assign(new Error("canceling statement due to user request"), { code: "57014" }))).toBe(false)
   })
 })
