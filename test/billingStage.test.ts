@@ -12,24 +12,12 @@ import { SettlementJournalMemory } from "../layers/billing/SettlementJournalMemo
 import { PricingLive } from "../layers/billing/PricingLive.ts"
 import { IdsLive } from "../layers/platform/IdsLive.ts"
 import { Billing, type ServedCall } from "../services/Billing.ts"
-import { recordingLedger, scriptedAdapter, testDeployment, testModel, usd } from "./support/pipeline.ts"
+import { recordingLedger, servedCall, testModel, usd } from "./support/pipeline.ts"
 import { testConfig } from "./support/testConfig.ts"
 
 const principal = { keyId: "key_1", accountId: "acct_1", scopes: ["chat" as const] }
-const model = testModel("svc/m", { pricing: { input: usd(3), output: usd(6) } })
-const deployment = testDeployment(model, "p/0", {
-  adapter: scriptedAdapter([{ text: "x" }]).adapter,
-  cost: { input: usd(1), output: usd(2) }
-})
-const served: ServedCall = {
-  endpoint: "/v1/chat/completions",
-  model,
-  deployment,
-  usage: { inputTokens: 1000, outputTokens: 500 },
-  estimated: { inputTokens: 1000, outputTokens: 800 },
-  attempts: [{ model: model.id, outcome: "ok", latencyMs: 5 }],
-  privacyClass: "standard_route"
-}
+const served = servedCall({ inputTokens: 1000, outputTokens: 800 })
+const { model } = served
 
 /** Leases of 30 s: the heartbeat beats every 10 s. */
 const LEASE_SECONDS = 30

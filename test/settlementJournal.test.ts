@@ -20,14 +20,14 @@ import { makeSettlementJournal } from "../layers/billing/SettlementJournalFile.t
 import { IdsLive } from "../layers/platform/IdsLive.ts"
 import { makeDatabaseStatus } from "../layers/storage/DatabaseStatusLive.ts"
 import { Accounts } from "../services/Accounts.ts"
-import { Billing, isPending, type ServedCall } from "../services/Billing.ts"
+import { Billing, isPending } from "../services/Billing.ts"
 import { DatabaseStatus, isDatabaseOutage } from "../services/DatabaseStatus.ts"
 import { Ledger } from "../services/Ledger.ts"
 import { SettlementJournal } from "../services/SettlementJournal.ts"
 import { billFor } from "./support/ledgerContract.ts"
 import { memoryMoney } from "./support/moneyLayers.ts"
 import { testConfig } from "./support/testConfig.ts"
-import { scriptedAdapter, testDeployment, testModel, usd } from "./support/pipeline.ts"
+import { servedCall, usd } from "./support/pipeline.ts"
 
 /** What the driver throws when the server is gone, wrapped as @effect/sql does. */
 const refused = () =>
@@ -170,17 +170,7 @@ layer(memoryMoney.layer)("settlement journal over the in-memory ledger", (it) =>
       )
       const account = yield* newAccount("1")
       const principal = { keyId: "key_j", accountId: account.id, scopes: ["chat" as const] }
-      const model = testModel("svc/m", { pricing: { input: usd(3), output: usd(6) } })
-      const deployment = testDeployment(model, "p/0", { adapter: scriptedAdapter([{ text: "x" }]).adapter, cost: { input: usd(1), output: usd(2) } })
-      const served: ServedCall = {
-        endpoint: "/v1/chat/completions",
-        model,
-        deployment,
-        usage: { inputTokens: 1000, outputTokens: 500 },
-        estimated: { inputTokens: 1000, outputTokens: 500 },
-        attempts: [{ model: model.id, outcome: "ok", latencyMs: 5 }],
-        privacyClass: "standard_route"
-      }
+      const served = servedCall()
       const settlement = yield* billing.withHold(principal, usd(0.5), (hold) =>
         Effect.zipRight(Effect.sync(() => void (state.down = true)), billing.settle(hold, served)))
       expect(isPending(settlement)).toBe(true)

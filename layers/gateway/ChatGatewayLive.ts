@@ -117,7 +117,7 @@ export const ChatGatewayLive = Layer.effect(
             privacy: privacyPolicy.block(route.privacy.served, deployment),
             wantsUsage: call.request.stream_options?.include_usage === true,
             keepsText: transcripts.keeps(route.privacy.served),
-            told: toldUsage(estimatedUsage(billing, call, model), model)
+            told: toldUsage(estimatedUsage(call, answered.target), model)
           })
           return {
             receiptId: hold.id,

@@ -9,13 +9,13 @@ import { Effect } from "effect"
 import type { AdmittedChat } from "../../services/Admission.ts"
 import { type Billing, type Hold, isPending, type Settlement } from "../../services/Billing.ts"
 import type { CallRecorder } from "../../services/CallRecorder.ts"
-import { requestedMaxTokens, type Usage } from "../../services/Chat.ts"
+import type { Usage } from "../../services/Chat.ts"
 import type { Model } from "../../services/Catalogue.ts"
 import { isDatabaseOutage } from "../../services/DatabaseStatus.ts"
 import type { Attempt } from "../../services/Ledger.ts"
 import type { Pricing, TokenUsage } from "../../services/Pricing.ts"
 import type { UpstreamCompletion } from "../../services/Providers.ts"
-import type { Route } from "../../services/RoutePlanner.ts"
+import type { Route, Target } from "../../services/RoutePlanner.ts"
 import type { TranscriptCompletion, Transcripts } from "../../services/Transcripts.ts"
 import type { Answered, AttemptLog } from "../../services/Upstream.ts"
 import { billableUsage } from "../billing/usageCheck.ts"
@@ -27,11 +27,15 @@ export const fromUsage = (usage: Usage): TokenUsage => ({
   outputTokens: usage.completion_tokens
 })
 
-/** The usage a call was held for on `model` (counted input, reserved output): billed when a reported one cannot be right. */
-export const estimatedUsage = (billing: Billing["Type"], admitted: AdmittedChat, model: Model): TokenUsage => {
-  const estimate = billing.estimate(model, admitted.inputTokens, requestedMaxTokens(admitted.request))
-  return { inputTokens: estimate.inputTokens, outputTokens: estimate.outputTokens }
-}
+/**
+ * The usage a call was held for on the route that served it (counted input, the output its
+ * target reserved, which the planner took from the same estimate): billed when a reported one
+ * cannot be right.
+ */
+export const estimatedUsage = (admitted: AdmittedChat, target: Target): TokenUsage => ({
+  inputTokens: admitted.inputTokens,
+  outputTokens: target.outputTokens
+})
 
 /** The usage to tell a streaming caller: the upstream's, or what will be billed when that cannot be right. */
 export const toldUsage = (estimated: TokenUsage, model: Model) => (reported: Usage): Usage => {
@@ -104,7 +108,7 @@ export const settleChat = (
     model,
     deployment,
     usage: served.usage,
-    estimated: estimatedUsage(services.billing, admitted, model),
+    estimated: estimatedUsage(admitted, answered.target),
     attempts: served.attempts.map(asAttempt),
     privacyClass: route.privacy.served,
     events: services.recorder.receiptEvents(route, served.attempts),

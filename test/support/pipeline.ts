@@ -11,6 +11,8 @@ import { type Bill, Ledger, receiptOf, type Reservation } from "../../services/L
 import type { ChatChunk, ChatRequest } from "../../services/Chat.ts"
 import type { PrivacyClass, ProviderPrivacy } from "../../services/Config.ts"
 import type { Nanos } from "../../services/Money.ts"
+import type { TokenUsage } from "../../services/Pricing.ts"
+import type { ServedCall } from "../../services/Billing.ts"
 import type { AdapterFailure, ProviderAdapter, UpstreamCompletion } from "../../services/Providers.ts"
 
 /** Nano-dollars per million tokens from a USD figure such as 1.5. */
@@ -146,4 +148,21 @@ export const recordingLedger = (available = usd(100)) => {
     receipt: () => Effect.die("not used")
   }
   return { layer: Layer.succeed(Ledger, ledger), log, bills }
+}
+
+/**
+ * A served chat call on `svc/m` ($3/$6 per million tokens, costing $1/$2 upstream) that used
+ * 1,000 input and 500 output tokens, as the billing stage is asked to settle it.
+ */
+export const servedCall = (estimated: TokenUsage = { inputTokens: 1000, outputTokens: 500 }): ServedCall => {
+  const model = testModel("svc/m", { pricing: { input: usd(3), output: usd(6) } })
+  return {
+    endpoint: "/v1/chat/completions",
+    model,
+    deployment: testDeployment(model, "p/0", { adapter: scriptedAdapter([{ text: "x" }]).adapter, cost: { input: usd(1), output: usd(2) } }),
+    usage: { inputTokens: 1000, outputTokens: 500 },
+    estimated,
+    attempts: [{ model: model.id, outcome: "ok", latencyMs: 5 }],
+    privacyClass: "standard_route"
+  }
 }
