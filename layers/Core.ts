@@ -1,14 +1,19 @@
 /**
  * The gateway's services, assembled: storage (migrated before anything
  * uses it), accounts and keys, the plugins and the catalogue they serve,
- * deployment health, and the chat and embeddings paths; the database's status
- * and the settlement journal. Needs only the `AppConfig`.
+ * deployment health, the chat and embeddings paths, and agents with their
+ * knowledge; the database's status and the settlement journal. Needs only the `AppConfig`.
  */
 import { Layer } from "effect"
 import type { Ledger } from "../services/Ledger.ts"
 import { Plugins } from "../plugins/index.ts"
 import { AttestationVerifierPlugins } from "../plugins/attestation/index.ts"
 import { AccountsPg } from "./accounts/AccountsPg.ts"
+import { AgentPresetsLive } from "./agents/AgentPresetsLive.ts"
+import { AgentsPg } from "./agents/AgentsPg.ts"
+import { ConversationsPg } from "./agents/ConversationsPg.ts"
+import { KnowledgeLive } from "./knowledge/KnowledgeLive.ts"
+import { RetrievalPg } from "./knowledge/RetrievalPg.ts"
 import { ApiKeysPg } from "./accounts/ApiKeysPg.ts"
 import { AttestationLive } from "./privacy/AttestationLive.ts"
 import { AttestationVerifiersLive } from "./privacy/AttestationVerifiersLive.ts"
@@ -24,6 +29,7 @@ import { IdsLive } from "./platform/IdsLive.ts"
 import { LedgerPg } from "./billing/LedgerPg.ts"
 import { MigrationsLive } from "./storage/Migrations.ts"
 import { PricingLive } from "./billing/PricingLive.ts"
+import { ReadinessPg } from "./storage/ReadinessPg.ts"
 import { ProviderRegistryLive } from "./catalogue/ProviderRegistryLive.ts"
 import { ReservationSweeper } from "./billing/ReservationSweeper.ts"
 import { RateLimits } from "./admission/RateLimitStoreLive.ts"
@@ -33,6 +39,11 @@ import { SealedPromptsPg } from "./privacy/SealedPromptsPg.ts"
 import { TranscriptsPg } from "./privacy/TranscriptsPg.ts"
 
 const Storage = MigrationsLive.pipe(Layer.provideMerge(DatabaseLive))
+
+/** Agents and their knowledge, on the embeddings path and the catalogue. */
+const AgentServices = Layer.mergeAll(KnowledgeLive, AgentPresetsLive, RetrievalPg, ConversationsPg).pipe(
+  Layer.provideMerge(AgentsPg)
+)
 
 /** The attestation verifiers, registered by their plugin Layers; read by the catalogue (at start) and `Attestation`. */
 const Verifiers = AttestationVerifierPlugins.pipe(Layer.provideMerge(AttestationVerifiersLive))
@@ -58,13 +69,13 @@ export const coreWith = <E, R>(ledger: Layer.Layer<Ledger, E, R>) => {
     // Settlements kept while the database was away: replayed at start, before the first sweep.
     Layer.provideMerge(SettlementJournalFile),
     Layer.provideMerge(
-      Layer.mergeAll(AccountsPg, ApiKeysPg, ledger, IdempotencyPg, SealedPromptsPg, TranscriptsPg, RateLimits)
+      Layer.mergeAll(AccountsPg, ApiKeysPg, ledger, IdempotencyPg, SealedPromptsPg, TranscriptsPg, RateLimits, ReadinessPg)
     ),
     Layer.provideMerge(EventLogPg),
     Layer.provideMerge(DatabaseStatusLive),
     Layer.provideMerge(Storage)
   )
-  return Gateways.pipe(
+  const gateway = Gateways.pipe(
     // Deployment health shared through the database: the router's breaker and the health report.
     Layer.provideMerge(Layer.mergeAll(HealthPg, HealthReportPg)),
     Layer.provideMerge(Money),
@@ -73,6 +84,7 @@ export const coreWith = <E, R>(ledger: Layer.Layer<Ledger, E, R>) => {
     Layer.provideMerge(PricingLive),
     Layer.provideMerge(IdsLive)
   )
+  return AgentServices.pipe(Layer.provideMerge(gateway))
 }
 
 export const Core = coreWith(LedgerPg)

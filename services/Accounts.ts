@@ -5,6 +5,7 @@
 import { Context, type Effect, Schema } from "effect"
 import type { Conflict, NotFound } from "./ApiError.ts"
 import type { Nanos } from "./Money.ts"
+import type { Page, PageRequest } from "./Pagination.ts"
 
 export interface Account {
   readonly id: string
@@ -33,6 +34,8 @@ export class Accounts extends Context.Tag("svc/Accounts")<Accounts, {
   /** Creates an account, with an optional first credit (reference `initial`). */
   readonly create: (input: { readonly name: string; readonly credit?: Nanos | undefined }) => Effect.Effect<Account>
   readonly get: (id: string) => Effect.Effect<Account, NotFound>
+  /** Every account, newest first, one page at a time. */
+  readonly list: (page: PageRequest) => Effect.Effect<Page<Account>>
   /**
    * Adds credit. The same reference with the same amount returns the first
    * entry and adds nothing; with another amount it is a conflict.

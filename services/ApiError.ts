@@ -50,6 +50,8 @@ export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited"
   ...Shown,
   ...RetryAfter
 }) {}
+/** The agent has as many conversations as its cap allows; a new one is refused (spec 7). */
+export class ConversationLimitExceeded extends Schema.TaggedError<ConversationLimitExceeded>()("ConversationLimitExceeded", Shown) {}
 /** The class asked for cannot be earned by the model, and no fallback to a lower one was allowed. */
 export class PrivacyClassUnavailable extends Schema.TaggedError<PrivacyClassUnavailable>()("PrivacyClassUnavailable", {
   ...Shown,
@@ -90,6 +92,7 @@ const classes = [
   RequestTimeout,
   PayloadTooLarge,
   RateLimited,
+  ConversationLimitExceeded,
   PrivacyClassUnavailable,
   InternalError,
   UpstreamError,
@@ -102,27 +105,32 @@ const classes = [
 /** Any error a caller can see. */
 export type ApiError = InstanceType<(typeof classes)[number]>
 
-/** Status and code of every fact: the one place they are declared. */
+/**
+ * Status, code and OpenAI error `type` of every fact: the one place they are
+ * declared. `type` uses OpenAI's values so SDKs that branch on it (`err.type`)
+ * behave as with OpenAI; `code` is ours and more precise.
+ */
 export const FACTS = {
-  InvalidRequest: { status: 400, code: "invalid_request" },
-  ContextLengthExceeded: { status: 400, code: "context_length_exceeded" },
-  RefusedByModel: { status: 400, code: "invalid_request" },
-  Unauthorized: { status: 401, code: "unauthorized" },
-  InsufficientFunds: { status: 402, code: "insufficient_funds" },
-  Forbidden: { status: 403, code: "forbidden" },
-  NotFound: { status: 404, code: "not_found" },
-  Conflict: { status: 409, code: "idempotency_conflict" },
-  RequestTimeout: { status: 408, code: "request_timeout" },
-  PayloadTooLarge: { status: 413, code: "payload_too_large" },
-  RateLimited: { status: 429, code: "rate_limited" },
-  PrivacyClassUnavailable: { status: 422, code: "privacy_class_unavailable_for_model" },
-  InternalError: { status: 500, code: "internal_error" },
-  UpstreamError: { status: 502, code: "upstream_error" },
-  ServiceUnavailable: { status: 503, code: "service_unavailable" },
-  RuntimeUnavailable: { status: 503, code: "privacy_class_runtime_unavailable" },
-  MarginFloorViolated: { status: 503, code: "margin_floor_violated" },
-  UpstreamTimeout: { status: 504, code: "upstream_timeout" }
-} as const satisfies Record<ApiError["_tag"], { readonly status: number; readonly code: string }>
+  InvalidRequest: { status: 400, code: "invalid_request", type: "invalid_request_error" },
+  ContextLengthExceeded: { status: 400, code: "context_length_exceeded", type: "invalid_request_error" },
+  RefusedByModel: { status: 400, code: "invalid_request", type: "invalid_request_error" },
+  Unauthorized: { status: 401, code: "unauthorized", type: "authentication_error" },
+  InsufficientFunds: { status: 402, code: "insufficient_funds", type: "insufficient_quota" },
+  Forbidden: { status: 403, code: "forbidden", type: "permission_error" },
+  NotFound: { status: 404, code: "not_found", type: "invalid_request_error" },
+  Conflict: { status: 409, code: "idempotency_conflict", type: "invalid_request_error" },
+  RequestTimeout: { status: 408, code: "request_timeout", type: "invalid_request_error" },
+  PayloadTooLarge: { status: 413, code: "payload_too_large", type: "invalid_request_error" },
+  RateLimited: { status: 429, code: "rate_limited", type: "rate_limit_error" },
+  ConversationLimitExceeded: { status: 429, code: "conversation_limit_exceeded", type: "rate_limit_error" },
+  PrivacyClassUnavailable: { status: 422, code: "privacy_class_unavailable_for_model", type: "invalid_request_error" },
+  InternalError: { status: 500, code: "internal_error", type: "api_error" },
+  UpstreamError: { status: 502, code: "upstream_error", type: "api_error" },
+  ServiceUnavailable: { status: 503, code: "service_unavailable", type: "api_error" },
+  RuntimeUnavailable: { status: 503, code: "privacy_class_runtime_unavailable", type: "api_error" },
+  MarginFloorViolated: { status: 503, code: "margin_floor_violated", type: "api_error" },
+  UpstreamTimeout: { status: 504, code: "upstream_timeout", type: "api_error" }
+} as const satisfies Record<ApiError["_tag"], { readonly status: number; readonly code: string; readonly type: string }>
 
 /** Whether a value is one of the errors above. */
 export const isApiError = (value: unknown): value is ApiError =>
@@ -138,6 +146,7 @@ export const codeOf = (error: ApiError): string => FACTS[error._tag].code
 export const envelopeOf = (error: ApiError, requestId: string | null) => ({
   error: {
     code: codeOf(error),
+    type: FACTS[error._tag].type,
     message: clip(error.message),
     param: error.param === undefined || error.param === null ? null : clip(error.param),
     request_id: requestId
@@ -148,6 +157,7 @@ export const envelopeOf = (error: ApiError, requestId: string | null) => ({
 export const ErrorEnvelope = Schema.Struct({
   error: Schema.Struct({
     code: Schema.String,
+    type: Schema.String,
     message: Schema.String,
     param: Schema.NullOr(Schema.String),
     request_id: Schema.NullOr(Schema.String)

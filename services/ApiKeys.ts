@@ -2,8 +2,9 @@
  * API keys: issued per account with scopes, stored only as a hash, shown once,
  * and checked on every request (revocation counts from the next request).
  */
-import { Context, type Effect, Schema } from "effect"
+import { Context, type Effect, type Option, Schema } from "effect"
 import type { NotFound, Unauthorized } from "./ApiError.ts"
+import type { Page, PageRequest } from "./Pagination.ts"
 
 export const Scope = Schema.Literal("chat", "agents", "monitoring", "admin")
 export type Scope = typeof Scope.Type
@@ -54,6 +55,8 @@ export class ApiKeys extends Context.Tag("svc/ApiKeys")<ApiKeys, {
     }
   ) => Effect.Effect<{ readonly record: ApiKeyRecord; readonly key: string }, NotFound>
   readonly revoke: (keyId: string) => Effect.Effect<ApiKeyRecord, NotFound>
+  /** An account's keys, revoked ones included, newest first, one page at a time (never a secret: only hashes are kept). */
+  readonly list: (accountId: string, page: PageRequest) => Effect.Effect<Page<ApiKeyRecord>, NotFound>
   /** Changes a key's rate limits; they apply from the key's next request. */
   readonly setLimits: (keyId: string, change: KeyLimitsChange) => Effect.Effect<ApiKeyRecord, NotFound>
   /** Sets (a number) or removes (null) an account's own cap on concurrent calls, for its keys' next requests. */
@@ -61,6 +64,12 @@ export class ApiKeys extends Context.Tag("svc/ApiKeys")<ApiKeys, {
     accountId: string,
     concurrency: number | null
   ) => Effect.Effect<{ readonly accountId: string; readonly concurrency: number | null }, NotFound>
+  /**
+   * Issues the stored operator key (admin scope, no account), shown only here: `"first"` issues one
+   * only while none was ever issued (None otherwise; of processes starting together exactly one
+   * gets it), `"replace"` issues a new one that replaces the old at once.
+   */
+  readonly issueOperatorKey: (when: "first" | "replace") => Effect.Effect<Option.Option<string>>
   /** Resolves a bearer token to its principal; any doubt is `Unauthorized`. */
   readonly authenticate: (token: string) => Effect.Effect<Principal, Unauthorized>
 }>() {}

@@ -78,4 +78,10 @@ export class Billing extends Context.Tag("svc/Billing")<Billing, {
   readonly settle: (hold: Hold, call: ServedCall) => Effect.Effect<Settlement>
   /** Releases the hold without charging (the call failed). A hold that already ended is left as it is. */
   readonly release: (hold: Hold) => Effect.Effect<void>
+  /**
+   * Waits until every hold taken so far has ended and its settlement or release is written (or
+   * kept in the journal): at shutdown, so that the database closes only after the calls that were
+   * cut have been billed.
+   */
+  readonly drained: Effect.Effect<void>
 }>() {}

@@ -30,7 +30,14 @@ export interface Model {
   readonly tier: Tier
   /** Classes that some deployment of this model can earn. */
   readonly privacyClasses: ReadonlyArray<PrivacyClass>
+  /** Unix seconds for the record's `created`; none: `CATALOGUE_EPOCH`. */
+  readonly created?: number
+  /** The record's `owned_by`; none: `svc`. */
+  readonly ownedBy?: string
 }
+
+/** 2026-01-01T00:00:00Z: the `created` of models that state none (the house tier among them), stable across processes. */
+export const CATALOGUE_EPOCH = 1_767_225_600
 
 export interface Deployment {
   /** `<provider id>/<index in its deployments>`: stable for a config, shared by processes, never shown to API consumers. */

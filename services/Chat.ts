@@ -111,7 +111,13 @@ export const ChatRequest = Schema.Struct(
     max_completion_tokens: Schema.optional(Schema.NullOr(TokenCount)),
     temperature: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.between(0, 2)))),
     top_p: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.between(0, 1)))),
-    n: Schema.optional(Schema.NullOr(Schema.Literal(1))),
+    /**
+     * One choice per call: each call is held, billed and receipted for one answer, and not every
+     * upstream can give several (Anthropic, Gemini). Callers wanting several answers send several calls.
+     */
+    n: Schema.optional(Schema.NullOr(Schema.Literal(1).annotations({
+      message: () => "only 1 is supported: svc bills and receipts one answer per call; send several requests for several answers"
+    }))),
     stop: Schema.optional(Schema.NullOr(Schema.Union(Schema.String, Schema.Array(Schema.String)))),
     seed: Schema.optional(Schema.NullOr(Schema.Int)),
     user: Schema.optional(Schema.String),
@@ -132,7 +138,10 @@ export type FinishReason = typeof FinishReason.Type
 export const Usage = Schema.Struct({
   prompt_tokens: Schema.Int,
   completion_tokens: Schema.Int,
-  total_tokens: Schema.Int
+  total_tokens: Schema.Int,
+  /** As OpenAI reports it: reasoning tokens are part of `completion_tokens` (and billed as output). */
+  completion_tokens_details: Schema.optional(Schema.Struct({ reasoning_tokens: Schema.optional(Schema.Int) })),
+  prompt_tokens_details: Schema.optional(Schema.Struct({ cached_tokens: Schema.optional(Schema.Int) }))
 })
 export type Usage = typeof Usage.Type
 
@@ -158,7 +167,9 @@ export const ChatCompletion = Schema.Struct({
       role: Schema.Literal("assistant"),
       content: Schema.NullOr(Schema.String),
       tool_calls: Schema.optional(Schema.Array(ToolCall)),
-      refusal: Schema.optional(Schema.NullOr(Schema.String))
+      refusal: Schema.optional(Schema.NullOr(Schema.String)),
+      /** A reasoning model's thinking, where its upstream shows it (the name DeepSeek, vLLM and the AI SDK use). */
+      reasoning_content: Schema.optional(Schema.String)
     }),
     finish_reason: FinishReason,
     logprobs: Schema.optional(Schema.Unknown)
@@ -192,7 +203,8 @@ export const ChatChunk = Schema.Struct({
       role: Schema.optional(Schema.Literal("assistant")),
       content: Schema.optional(Schema.NullOr(Schema.String)),
       tool_calls: Schema.optional(Schema.Array(ToolCallDelta)),
-      refusal: Schema.optional(Schema.NullOr(Schema.String))
+      refusal: Schema.optional(Schema.NullOr(Schema.String)),
+      reasoning_content: Schema.optional(Schema.String)
     }),
     finish_reason: Schema.NullOr(FinishReason),
     logprobs: Schema.optional(Schema.Unknown)

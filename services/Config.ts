@@ -4,6 +4,7 @@
  */
 import { Context, Data, type Redacted, Schema } from "effect"
 import {
+  CorsSettings,
   DatabaseSettings,
   databaseDefaults,
   deadlineDefaults,
@@ -14,7 +15,8 @@ import {
   limitsDefaults,
   PositiveInt,
   retryDefaults,
-  RetrySettings
+  RetrySettings,
+  ShutdownSettings
 } from "./Settings.ts"
 
 export { DatabaseSettings, DeadlineSettings, HealthSettings, RetrySettings } from "./Settings.ts"
@@ -71,7 +73,11 @@ export const ModelConfig = Schema.Struct({
   /** Embedding models: the longest vector it makes, so the largest `dimensions` a caller may ask for. */
   dimensions: Schema.optional(PositiveInt),
   /** Quality score in [0, 1], used by router modes. */
-  quality: Schema.optional(Schema.Number.pipe(Schema.between(0, 1)))
+  quality: Schema.optional(Schema.Number.pipe(Schema.between(0, 1))),
+  /** Shown as the model record's `created` (unix seconds); default: the catalogue's epoch. */
+  created: Schema.optional(Schema.Int.pipe(Schema.nonNegative())),
+  /** Shown as the model record's `owned_by`; default `svc` (the record never names the upstream). */
+  ownedBy: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(64)))
 })
 export type ModelConfig = typeof ModelConfig.Type
 
@@ -168,7 +174,9 @@ export const ConfigFile = Schema.Struct({
     { default: () => ({ standardRoute: false, retentionDays: 30 }) }
   ),
   database: Schema.optionalWith(DatabaseSettings, { default: () => databaseDefaults }),
-  limits: Schema.optionalWith(LimitsConfig, { default: () => limitsDefaults })
+  limits: Schema.optionalWith(LimitsConfig, { default: () => limitsDefaults }),
+  cors: Schema.optionalWith(CorsSettings, { default: () => ({ origins: [] }) }),
+  shutdown: Schema.optionalWith(ShutdownSettings, { default: () => ({ drainSeconds: 25 }) })
 })
 export type ConfigFile = typeof ConfigFile.Type
 
@@ -177,6 +185,8 @@ export interface AppConfigShape {
   readonly file: ConfigFile
   /** Providers in force: the file's, or the built-in sandbox when the file names none. */
   readonly providers: ReadonlyArray<ProviderConfig>
+  /** Third-party models in force: the file's, then the sandbox's own when the built-in sandbox serves. */
+  readonly models: ReadonlyArray<ModelConfig>
   readonly host: string
   readonly port: number
   /** Real PostgreSQL when set; otherwise the embedded database in `dataDir`. */

@@ -21,6 +21,10 @@ export type EventType =
   | "privacy.class_served"
   | "privacy.downgraded"
   | "privacy.rejected"
+  | "agent.created"
+  | "agent.deleted"
+  | "agent.document_added"
+  | "agent.document_deleted"
 
 export interface NewEvent {
   readonly type: EventType

@@ -102,3 +102,19 @@ export const LimitsConfig = Schema.Struct({
   redisKeyPrefix: Schema.optionalWith(Schema.String, { default: () => "svc:rl:" })
 })
 export const limitsDefaults = Schema.decodeSync(LimitsConfig)({})
+
+/** An origin a browser app calls from (`https://app.example.com`, `http://localhost:5173`), or `*` for any. */
+const Origin = Schema.Union(
+  Schema.Literal("*"),
+  Schema.String.pipe(Schema.pattern(/^https?:\/\/[^/\s?#]+$/, { message: () => "an origin is scheme://host[:port], without a path" }))
+)
+
+/** Cross-origin access for browser apps: off (no CORS headers, so browsers refuse) until origins are listed. */
+export const CorsSettings = Schema.Struct({
+  origins: Schema.optionalWith(Schema.Array(Origin), { default: () => [] })
+})
+
+/** What a SIGTERM or SIGINT does: stop accepting, let calls in flight finish this long, then cut what is left. */
+export const ShutdownSettings = Schema.Struct({
+  drainSeconds: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 3600)), { default: () => 25 })
+})

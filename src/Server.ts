@@ -1,6 +1,7 @@
 /**
  * The HTTP server: the API declaration implemented by its handlers, behind
- * the edge middleware, with `/openapi.json`, on Node's http server.
+ * the edge middleware (and CORS when configured), with `/openapi.json`, on
+ * Node's http server, which drains its calls in flight when stopped.
  */
 import { createServer } from "node:http"
 import { HttpApiBuilder, HttpMiddleware } from "@effect/platform"
@@ -10,39 +11,52 @@ import { AppConfig } from "../services/Config.ts"
 import { Ids } from "../services/Ids.ts"
 import { Api } from "./api/Api.ts"
 import { AdminHandlers } from "./handlers/Admin.ts"
+import { AgentsHandlers } from "./handlers/Agents.ts"
 import { ChatHandlers } from "./handlers/Chat.ts"
 import { EmbeddingsHandlers } from "./handlers/Embeddings.ts"
 import { ModelsHandlers } from "./handlers/Models.ts"
 import { PrivacyHandlers } from "./handlers/Privacy.ts"
+import { ProbesHandlers } from "./handlers/Probes.ts"
 import { ProvidersHandlers } from "./handlers/Providers.ts"
 import { ReceiptsHandlers } from "./handlers/Receipts.ts"
+import { ResponsesHandlers } from "./handlers/Responses.ts"
 import { answerClientErrors, requestTimeouts } from "./http/clientErrors.ts"
+import { corsFor } from "./http/cors.ts"
+import { drainOnStop, settledOnStop } from "./http/drain.ts"
 import { edgeMiddleware } from "./http/Edge.ts"
 import { SecurityLive } from "./http/SecurityLive.ts"
 
 const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide([
     ChatHandlers,
+    ResponsesHandlers,
     EmbeddingsHandlers,
+    AgentsHandlers,
     ModelsHandlers,
     ReceiptsHandlers,
     ProvidersHandlers,
     PrivacyHandlers,
-    AdminHandlers
+    AdminHandlers,
+    ProbesHandlers
   ]),
   Layer.provide(SecurityLive)
 )
 
 const Edge = Layer.unwrapEffect(Effect.map(AppConfig, (config) => edgeMiddleware(config.file.limits)))
 
+const Cors = Layer.unwrapEffect(Effect.map(AppConfig, (config) => corsFor(config.file.cors.origins)))
+
 const Listener = Layer.unwrapEffect(
   Effect.map(
     Effect.all([AppConfig, Ids]),
-    ([{ file, host, port }, ids]) =>
-      NodeHttpServer.layer(
-        () => answerClientErrors(createServer(requestTimeouts(file.limits.requestTimeoutMs)), () => ids.make("req")),
-        { host, port }
+    ([{ file, host, port }, ids]) => {
+      const server = answerClientErrors(createServer(requestTimeouts(file.limits.requestTimeoutMs)), () => ids.make("req"))
+      // Built after the server's own layer, so its finalizer runs first, as the server starts closing.
+      return Layer.provideMerge(
+        drainOnStop(server, file.shutdown.drainSeconds, () => ids.make("req")),
+        NodeHttpServer.layer(() => server, { host, port })
       )
+    }
   )
 )
 
@@ -52,6 +66,8 @@ export const HttpLive = HttpApiBuilder.serve().pipe(
   HttpMiddleware.withTracerDisabledWhen(() => true),
   Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
   Layer.provide(Edge),
+  Layer.provide(Cors),
   Layer.provide(ApiLive),
-  Layer.provideMerge(Listener)
+  Layer.provideMerge(Listener),
+  Layer.provide(settledOnStop)
 )

@@ -1,11 +1,12 @@
 /**
- * `npm run svc -- <command>`: the operator CLI (src/cli/commands.ts) as a
- * process, on the app's services and config. Any failure is one line on
- * stderr and exit code 1.
+ * `npm run svc -- <command>` (or `node dist/cli.js`): the operator CLI
+ * (src/cli/commands.ts) as a process, on the operator's share of the app's
+ * services (layers/OperatorCore.ts) and its config. Any failure is one line
+ * on stderr and exit code 1.
  */
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import { Effect, Layer, Logger, LogLevel } from "effect"
-import { Core } from "../layers/Core.ts"
+import { OperatorCore } from "../layers/OperatorCore.ts"
 import { ConfigLive } from "../layers/platform/ConfigLive.ts"
 import { runCli } from "./cli/commands.ts"
 
@@ -15,7 +16,7 @@ const Quiet = Layer.merge(
   Logger.minimumLogLevel(LogLevel.Warning)
 )
 
-runCli(Core.pipe(Layer.provide(ConfigLive)))(process.argv).pipe(
+runCli(OperatorCore.pipe(Layer.provide(ConfigLive)))(process.argv).pipe(
   Effect.provide(Layer.merge(NodeContext.layer, Quiet)),
   NodeRuntime.runMain({ disableErrorReporting: true, disablePrettyLogger: true })
 )

@@ -1,30 +1,46 @@
 /**
- * `npm start`: reads the config, migrates the database and serves until
- * stopped. A bad config exits non-zero with one line naming the field; an
+ * `npm start` / `node dist/main.js`: reads the config, opens and migrates the
+ * database (a line per step), makes sure there is an operator key, and serves
+ * until SIGTERM or SIGINT, then drains (src/Server.ts) and exits 0. Anything
+ * that stops the start is one line on stderr and exit code 1: a bad config
+ * names its field, a busy port or bad address says what to change; an
  * unreachable database is waited for, one line per retry (Database.ts).
  */
+import { HttpServer } from "@effect/platform"
 import { NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Layer } from "effect"
-import { ConfigLive } from "../layers/platform/ConfigLive.ts"
 import { Core } from "../layers/Core.ts"
+import { loadConfig } from "../layers/platform/ConfigLive.ts"
 import { AppConfig } from "../services/Config.ts"
 import { HttpLive } from "./Server.ts"
-import { startFailureLine } from "./startFailure.ts"
+import { listenFailureLine, type StartFailure, startFailureLine } from "./start/failureLines.ts"
+import { announceOperatorKey } from "./start/operatorKey.ts"
 
-const announce = Layer.effectDiscard(
-  Effect.flatMap(AppConfig, ({ host, port }) => Effect.logInfo(`svc listening on http://${host}:${port}/v1`))
+const announceListening = Effect.flatMap(HttpServer.HttpServer, ({ address }) =>
+  Effect.logInfo(
+    address._tag === "TcpAddress"
+      ? `svc listening on http://${address.hostname.includes(":") ? `[${address.hostname}]` : address.hostname}:${address.port}/v1`
+      : `svc listening on ${address.path}`
+  )
 )
 
-const App = Layer.mergeAll(HttpLive, announce).pipe(Layer.provide(Core), Layer.provide(ConfigLive))
+const exitWith = (line: string) => Console.error(line).pipe(Effect.zipRight(Effect.sync(() => process.exit(1))))
+const stop = (error: StartFailure) => exitWith(startFailureLine(error))
 
-const stop = (error: Parameters<typeof startFailureLine>[0]) =>
-  Console.error(startFailureLine(error)).pipe(Effect.zipRight(Effect.sync(() => process.exit(1))))
+const main = Effect.gen(function*() {
+  const config = yield* loadConfig(process.env)
+  const App = Layer.effectDiscard(announceListening).pipe(
+    Layer.provide(HttpLive),
+    Layer.provide(Layer.effectDiscard(announceOperatorKey)),
+    Layer.provide(Core),
+    Layer.provide(Layer.succeed(AppConfig, config))
+  )
+  return yield* Layer.launch(App).pipe(
+    Effect.catchTag("ServeError", (error) => exitWith(listenFailureLine(error, config.host, config.port)))
+  )
+})
 
-Layer.launch(App).pipe(
-  Effect.catchTags({
-    ConfigInvalid: stop,
-    DataDirInUse: stop,
-    DatabaseNotReady: stop
-  }),
+main.pipe(
+  Effect.catchTags({ ConfigInvalid: stop, DataDirInUse: stop, DatabaseNotReady: stop }),
   NodeRuntime.runMain
 )

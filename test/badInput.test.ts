@@ -38,7 +38,7 @@ const expectEnvelope = (
   expect(response.status).toBe(status)
   expect(response.headers.get("content-type")).toContain("application/json")
   expect(Object.keys(response.body)).toEqual(["error"])
-  expect(Object.keys(response.body.error).sort()).toEqual(["code", "message", "param", "request_id"])
+  expect(Object.keys(response.body.error).sort()).toEqual(["code", "message", "param", "request_id", "type"])
   expect(response.body.error.code).toBe(code)
   expect(response.body.error.message.length).toBeGreaterThan(5)
   expect(response.body.error.request_id).toBe(response.headers.get("x-request-id"))

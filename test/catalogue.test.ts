@@ -12,6 +12,8 @@ beforeAll(async () => {
         {
           id: "svc/acme/large-v2",
           name: "Acme Large",
+          created: 1700000000,
+          ownedBy: "acme",
           context: 64000,
           pricing: { input: "0.50", output: "1.50" },
           modalities: ["text"],
@@ -50,6 +52,8 @@ describe("catalogue", () => {
     expect(body.data[0]).toEqual({
       id: "svc/pro",
       object: "model",
+      created: 1767225600,
+      owned_by: "svc",
       name: "Pro",
       context_length: 300000,
       pricing: { input: "0.8", output: "3.2" },
@@ -68,6 +72,8 @@ describe("catalogue", () => {
     expect(body).toMatchObject({
       id: "svc/acme/large-v2",
       name: "Acme Large",
+      created: 1700000000,
+      owned_by: "acme",
       context_length: 64000,
       pricing: { input: "0.5", output: "1.5" },
       tier: "third_party",

@@ -50,8 +50,10 @@ interface Run {
   readonly stderr: string
 }
 
+const noColour = { stdout: false, stderr: false }
+
 /** Runs a command line in this process against the shared services (or `services`), capturing its output. */
-const svc = async (args: ReadonlyArray<string>, services?: OperatorServices): Promise<Run> => {
+const svc = async (args: ReadonlyArray<string>, services?: OperatorServices, colour = noColour): Promise<Run> => {
   let stdout = ""
   let stderr = ""
   const console = Effect.runSync(Console.consoleWith(Effect.succeed))
@@ -62,7 +64,7 @@ const svc = async (args: ReadonlyArray<string>, services?: OperatorServices): Pr
   }
   const shared = Layer.succeedContext(await runtime!.runtime().then((built) => built.context))
   const exit = await Effect.runPromiseExit(
-    runCli(services ?? shared)(["node", "svc", ...args]).pipe(
+    runCli(services ?? shared, colour)(["node", "svc", ...args]).pipe(
       Effect.withConsole(capturing),
       Effect.provide(NodeContext.layer),
       Logger.withMinimumLogLevel(LogLevel.Warning)
@@ -170,11 +172,90 @@ describe("svc CLI", () => {
       fails(["accounts", "show", account], servicesFor({ ...env, SVC_CONFIG: join(dir, "missing.json") })),
       svc(["accounts", "create"])
     ])
-    expect(negative).toBe("svc: invalid_request: --amount: must be greater than zero")
-    expect(scope).toMatch(/^svc: invalid_request: --scope: Expected "chat", actual "root"; .*"monitoring"/)
+    expect(negative).toBe("svc: invalid_request: --amount: must be greater than zero, got \"-5\"")
+    expect(scope).toBe("svc: invalid_request: --scope: expected one of chat, agents, monitoring, admin, got \"root\"")
     expect(config).toMatch(/^svc: invalid configuration: SVC_CONFIG: no file at /)
     expect(usage.code).not.toBe(0)
     expect(usage.stdout).toBe("")
+  }, slow)
+
+  it("tells what is wrong with a flag in words, never in the schema's", async () => {
+    const cases: ReadonlyArray<[ReadonlyArray<string>, string]> = [
+      [["accounts", "create", "--name", "x", "--credit", "1.0000000001"], "--credit: expected a decimal USD amount with at most 9 decimal places, got \"1.0000000001\""],
+      [["accounts", "create", "--name", "x", "--credit", "-1"], "--credit: must not be negative, got \"-1\""],
+      [["accounts", "create", "--name", ""], "--name: expected a value that is not empty, got \"\""],
+      [["keys", "create", account], "--scope: expected at least one value"],
+      [["keys", "create", account, "--scope", "chat", "--rpm", "lots"], "--rpm: expected a whole number, got \"lots\""],
+      [["keys", "create", account, "--scope", "chat", "--name", ""], "--name: expected a value that is not empty, got \"\""],
+      [["keys", "limits", "key_x", "--tpm", "1.5"], "--tpm: expected a whole number, got 1.5"],
+      [["accounts", "limits", account, "--concurrency", "0"], "--concurrency: expected a whole number from 1 to 2147483647, got 0"],
+      [["accounts", "list", "--limit", "1001"], "--limit: must be a whole number from 1 to 1000, got \"1001\""],
+      [["keys", "list", account, "--cursor", "nope"], "--cursor: not a cursor from this list (pass next_cursor from the previous page unchanged), got \"nope\""]
+    ]
+    const lines = await Promise.all(cases.map(([args]) => fails(args)))
+    expect(lines).toEqual(cases.map(([, line]) => `svc: invalid_request: ${line}`))
+    for (const line of lines) expect(line).not.toMatch(/Expected|actual|undefined/)
+  }, slow)
+
+  it("lists accounts and an account's keys a page at a time, as the admin API does", async () => {
+    const created: Array<string> = []
+    for (const name of ["list-1", "list-2", "list-3"]) created.push((await ok("accounts", "create", "--name", name)).id)
+    const first = await ok("accounts", "list", "--limit", "2")
+    expect(first).toMatchObject({ object: "list", has_more: true, next_cursor: expect.any(String) })
+    expect(first.data.map((item: { id: string }) => item.id)).toEqual([created[2], created[1]])
+    const second = await ok("accounts", "list", "--limit", "1", "--cursor", first.next_cursor)
+    expect(second.data.map((item: { id: string }) => item.id)).toEqual([created[0]])
+    expect((await ok("accounts", "list")).data.length).toBeGreaterThanOrEqual(4)
+
+    const issued = await ok("keys", "create", created[0]!, "--scope", "chat")
+    const revoked = await ok("keys", "revoke", issued.id)
+    const newer = await ok("keys", "create", created[0]!, "--scope", "monitoring", "--name", "newer")
+    const { key: _, ...newerRecord } = newer
+    expect(await ok("keys", "list", created[0]!)).toEqual({
+      object: "list",
+      data: [newerRecord, revoked],
+      next_cursor: null,
+      has_more: false
+    })
+    const paged = await ok("keys", "list", created[0]!, "--limit", "1")
+    expect(paged).toMatchObject({ data: [newerRecord], has_more: true })
+    expect((await ok("keys", "list", created[0]!, "--cursor", paged.next_cursor)).data).toEqual([revoked])
+    expect(await fails(["keys", "list", "acct_x"])).toBe("svc: not_found: No account acct_x.")
+  }, slow)
+
+  it("describes every command and every flag in --help, styled only where colour is allowed", async () => {
+    const commands = [
+      [],
+      ["accounts"], ["accounts", "create"], ["accounts", "show"], ["accounts", "list"], ["accounts", "limits"],
+      ["keys"], ["keys", "create"], ["keys", "list"], ["keys", "limits"], ["keys", "revoke"],
+      ["credits"], ["credits", "add"],
+      ["prompt-keys"], ["prompt-keys", "rotate"]
+    ]
+    // What @effect/cli says of every flag of a kind; a flag needs words of its own besides.
+    const generic = /^(A user-defined piece of text\.|A true or false value\.|This setting is optional\.|This option may be repeated.*|One of the following: .*)$/
+    for (const command of commands) {
+      const help = await svc([...command, "--help"])
+      expect(help).toMatchObject({ code: 0, stderr: "" })
+      expect(help.stdout).not.toContain("\u001b")
+      const blocks = help.stdout.split(/\n\s*\n/).map((block) => block.trimEnd()).filter((block) => block !== "")
+      const description = blocks[blocks.indexOf("DESCRIPTION") + 1]
+      expect(blocks, command.join(" ")).toContain("DESCRIPTION")
+      expect(description?.length, command.join(" ")).toBeGreaterThan(10)
+      // Under ARGUMENTS and OPTIONS: each unindented block names a flag or argument, indented blocks describe it.
+      let flag: string | undefined
+      const described = new Map<string, boolean>()
+      let inFlags = false
+      for (const block of blocks) {
+        if (/^[A-Z]+$/.test(block)) inFlags = block === "ARGUMENTS" || block === "OPTIONS"
+        else if (inFlags && !block.startsWith(" ")) described.set((flag = block), false)
+        else if (inFlags && flag !== undefined && !generic.test(block.trim())) described.set(flag, true)
+      }
+      expect([...described].filter(([, has]) => !has).map(([name]) => `${command.join(" ")} ${name}`)).toEqual([])
+    }
+    const coloured = await svc(["accounts", "--help"], undefined, { stdout: true, stderr: true })
+    expect(coloured.stdout).toContain("\u001b[")
+    const plain = await svc(["accounts", "--help"])
+    expect(plain.stdout).toBe(coloured.stdout.replace(/\u001b\[[0-9;]*m/g, ""))
   }, slow)
 })
 
@@ -192,7 +273,7 @@ describe("svc CLI as a process", () => {
 
   const spawned = (args: ReadonlyArray<string>) =>
     new Promise<Run>((resolve, reject) => {
-      const child = spawn(process.execPath, ["--import", "tsx", "src/cli.ts", ...args], { cwd, env: processEnv })
+      const child = spawn(process.execPath, ["dist/cli.js", ...args], { cwd, env: processEnv })
       let stdout = ""
       let stderr = ""
       child.stdout.on("data", (chunk) => (stdout += chunk))
@@ -210,5 +291,25 @@ describe("svc CLI as a process", () => {
       stdout: "",
       stderr: "svc: not_found: No account acct_x.\n"
     })
+  }, slow)
+
+  it("makes a new operator key and prints it once; each rotation replaces the last", async () => {
+    const first = await spawned(["admin-key", "rotate"])
+    expect(first).toMatchObject({ code: 0, stderr: "" })
+    const record = JSON.parse(first.stdout)
+    expect(record).toMatchObject({ object: "operator_key", replaces_previous: true })
+    expect(record.key).toMatch(/^svc_admin_[0-9A-Za-z]{40}$/)
+    const second = JSON.parse((await spawned(["admin-key", "rotate"])).stdout)
+    expect(second.key).not.toBe(record.key)
+  }, slow)
+
+  it("prints help without styles into a pipe, and its usage errors too", async () => {
+    const help = await spawned(["keys", "--help"])
+    expect(help).toMatchObject({ code: 0, stderr: "" })
+    expect(help.stdout).toContain("API keys of an account")
+    expect(help.stdout).not.toContain("\u001b")
+    const usage = await spawned(["accounts", "create"])
+    expect(usage.code).not.toBe(0)
+    expect(usage.stdout + usage.stderr).not.toContain("\u001b")
   }, slow)
 })

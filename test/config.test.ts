@@ -8,7 +8,7 @@ import { Effect, Either, Layer, Redacted } from "effect"
 import { describe, expect, it } from "vitest"
 import { ConfigChecks } from "../layers/Core.ts"
 import { loadConfig, parseConfigFile } from "../layers/platform/ConfigLive.ts"
-import { startFailureLine } from "../src/startFailure.ts"
+import { startFailureLine } from "../src/start/failureLines.ts"
 import { RouterModesLive } from "../layers/routing/RouterModesLive.ts"
 import { AppConfig, type AppConfigShape } from "../services/Config.ts"
 import { RouterStrategies } from "../services/Router.ts"
@@ -96,6 +96,25 @@ describe("config decoding", () => {
     expect(config.providers.map((entry) => entry.plugin)).toEqual(["sandbox"])
   })
 
+  it.each([
+    ["127.0.0.1:38125", "carries a port"],
+    ["[::1]:8080", "carries a port"],
+    ["localhost:", "carries a port"],
+    ["http://example", "is not a host name or address"],
+    ["a host", "is not a host name or address"]
+  ])("refuses HOST=%j in one line naming HOST", async (host, why) => {
+    const error = await Effect.runPromise(Effect.flip(loadConfig({ HOST: host }, tmpdir())))
+    expect(error.field).toBe("HOST")
+    expect(error.message).toContain(why)
+  })
+
+  it.each([["::", "::"], ["[::1]", "::1"], ["0.0.0.0", "0.0.0.0"], ["gateway.internal", "gateway.internal"]])(
+    "accepts HOST=%j",
+    async (host, listened) => {
+      expect((await Effect.runPromise(loadConfig({ HOST: host }, tmpdir()))).host).toBe(listened)
+    }
+  )
+
   it("defaults to 127.0.0.1:8080 and the sandbox when nothing is configured", async () => {
     const config = await Effect.runPromise(loadConfig({}, mkdtempSync(join(tmpdir(), "svc-empty-"))))
     expect([config.host, config.port, config.databaseUrl]).toEqual(["127.0.0.1", 8080, undefined])
@@ -104,8 +123,26 @@ describe("config decoding", () => {
       "svc/balanced",
       "svc/pro",
       "svc/premier",
-      "svc/embed"
+      "svc/embed",
+      "svc/sandbox-mini",
+      "svc/sandbox-large",
+      "svc/sandbox-reasoner"
     ])
+    expect(config.models.map((model) => model.id)).toEqual(["svc/sandbox-mini", "svc/sandbox-large", "svc/sandbox-reasoner"])
+  })
+
+  it("adds the sandbox's own models only while the built-in sandbox serves, and never over a file's model", async () => {
+    const model = { id: "svc/sandbox-mini", context: 1000, pricing: { input: "1" }, modalities: ["text"], capabilities: ["chat"] }
+    const dir = mkdtempSync(join(tmpdir(), "svc-models-"))
+    writeFileSync(join(dir, "svc.config.json"), JSON.stringify({ models: [model] }))
+    const ownModel = await Effect.runPromise(loadConfig({}, dir))
+    expect(ownModel.models.map((entry) => [entry.id, entry.context])).toEqual([
+      ["svc/sandbox-mini", 1000],
+      ["svc/sandbox-large", 300000],
+      ["svc/sandbox-reasoner", 200000]
+    ])
+    writeFileSync(join(dir, "svc.config.json"), JSON.stringify({ providers: [{ id: "s", plugin: "sandbox", deployments: [{ model: "svc/pro" }] }] }))
+    expect((await Effect.runPromise(loadConfig({}, dir))).models).toEqual([])
   })
 
   it("rejects a bad PORT and a missing SVC_CONFIG file", async () => {
@@ -161,7 +198,7 @@ describe("starting with a bad config", () => {
   const startProcess = async (config: string) => {
     const { env } = configured(config)
     try {
-      await run(process.execPath, ["--import", "tsx", "src/main.ts"], { env: { ...process.env, ...env }, timeout: 60_000 })
+      await run(process.execPath, ["dist/main.js"], { env: { ...process.env, ...env }, timeout: 60_000 })
       return { code: 0, stderr: "" }
     } catch (error: any) {
       return { code: error.code as number, stderr: error.stderr as string }

@@ -8,7 +8,7 @@ import { createServer } from "node:net"
 import { Effect, Layer, Logger } from "effect"
 import { describe, expect, it } from "vitest"
 import { DatabaseLive } from "../layers/storage/Database.ts"
-import { startFailureLine } from "../src/startFailure.ts"
+import { startFailureLine } from "../src/start/failureLines.ts"
 import { testConfig } from "./support/testConfig.ts"
 
 /** A loopback port nobody listens on. */
@@ -38,8 +38,9 @@ describe("starting without a database", () => {
   it("waits for an unreachable server with one line per retry, then stops with one line", async () => {
     const { lines, outcome } = await start(`postgres://postgres@127.0.0.1:${await closedPort()}/test`, 1)
     expect(outcome).toMatch(/^svc: cannot use the database at DATABASE_URL: .*ECONNREFUSED.*; still unreachable after \d+ s$/)
-    expect(lines.length).toBeGreaterThanOrEqual(2)
-    for (const line of lines) expect(line).toMatch(/^database not reachable \(.*ECONNREFUSED.*\); retry \d+ in [\d.]+ s$/)
+    expect(lines[0]).toBe("connecting to the PostgreSQL database at DATABASE_URL")
+    expect(lines.length).toBeGreaterThanOrEqual(3)
+    for (const line of lines.slice(1)) expect(line).toMatch(/^database not reachable \(.*ECONNREFUSED.*\); retry \d+ in [\d.]+ s$/)
   }, 30_000)
 
   it.skipIf(!process.env.DATABASE_URL)("stops at once, without retrying, on an unknown database (PostgreSQL server runs only)", async () => {
@@ -47,6 +48,6 @@ describe("starting without a database", () => {
     url.pathname = "/svc_no_such_database"
     const { lines, outcome } = await start(url.toString(), 0)
     expect(outcome).toMatch(/^svc: cannot use the database at DATABASE_URL: .*svc_no_such_database.*does not exist$/)
-    expect(lines).toEqual([])
+    expect(lines).toEqual(["connecting to the PostgreSQL database at DATABASE_URL"])
   }, 30_000)
 })

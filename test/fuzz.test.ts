@@ -14,6 +14,8 @@
 import fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Api } from "../src/api/Api.ts"
+import { Effect } from "effect"
+import { Billing } from "../services/Billing.ts"
 import { caseArb, ENDPOINTS, type Fixture, type FuzzCase } from "./fuzz/cases.ts"
 import { checkResponse, FINGERPRINT_SQL } from "./fuzz/checks.ts"
 import { type RawResponse, sendRaw } from "./fuzz/rawHttp.ts"
@@ -41,6 +43,13 @@ beforeAll(async () => {
   const revoked = await key(account.id, ["chat"])
   await gateway.request("DELETE", `/v1/admin/keys/${revoked.id}`)
   const spare = await key(broke.id, ["chat"])
+  const agents = await key(account.id, ["agents"])
+  const agent = (await gateway.request("POST", "/v1/agents", {
+    key: agents.key,
+    body: { name: "fuzzed", instructions: "Be brief.", knowledge: [{ title: "Doc", text: "Some knowledge." }] }
+  })).body
+  const document = (await gateway.request("GET", `/v1/agents/${agent.id}/documents`, { key: agents.key })).body.data[0]
+  const spareAgent = (await gateway.request("POST", "/v1/agents", { key: agents.key, body: { name: "spare", instructions: "" } })).body
   const call = await gateway.request("POST", "/v1/chat/completions", {
     key: account.key,
     body: { model: "svc/swift", messages: [{ role: "user", content: "hi" }] }
@@ -53,7 +62,11 @@ beforeAll(async () => {
     revokedKey: revoked.key,
     accountId: account.id,
     spareKeyId: spare.id,
-    receiptId: call.headers.get("x-svc-receipt-id")!
+    receiptId: call.headers.get("x-svc-receipt-id")!,
+    agentsKey: agents.key,
+    agentId: agent.id,
+    spareAgentId: spareAgent.id,
+    documentId: document.id
   }
   console.log(`fuzz: ${TOTAL} cases, seed ${SEED}${PATH === undefined ? "" : `, path ${PATH}`}`)
 })
@@ -133,6 +146,8 @@ describe("fuzz", () => {
     await fc.assert(
       fc.asyncProperty(fc.array(writes, { minLength: batch, maxLength: batch }), async (batchCases) => {
         batches++
+        // The previous batch's calls may still be settling (a stream settles after its last byte).
+        await gateway.run(Effect.flatMap(Billing, (billing) => billing.drained))
         const before = await fingerprint()
         const answers = await sendAll(batchCases)
         if (answers.some((answer) => answer.status < 400)) return

@@ -123,6 +123,72 @@ describe("operator API", () => {
     expect(JSON.stringify(events)).not.toContain(key.body.key)
   })
 
+  it("lists accounts newest first, a page at a time, following next_cursor to the end", async () => {
+    const created: Array<string> = []
+    for (const name of ["page-1", "page-2", "page-3"]) created.push((await post("/v1/admin/accounts", { name })).body.id)
+    const first = await gateway.request("GET", "/v1/admin/accounts?limit=2")
+    expect(first.status).toBe(200)
+    expect(first.body).toMatchObject({ object: "list", has_more: true, next_cursor: expect.any(String) })
+    expect(first.body.data.map((account: { id: string }) => account.id)).toEqual([created[2], created[1]])
+    expect(first.body.data[0]).toEqual((await gateway.request("GET", `/v1/admin/accounts/${created[2]}`)).body)
+    const second = await gateway.request("GET", `/v1/admin/accounts?limit=1&cursor=${first.body.next_cursor}`)
+    expect(second.body.data.map((account: { id: string }) => account.id)).toEqual([created[0]])
+
+    const seen: Array<string> = []
+    let cursor: string | null = null
+    do {
+      const page: { body: any } = await gateway.request("GET", `/v1/admin/accounts?limit=3${cursor === null ? "" : `&cursor=${cursor}`}`)
+      expect(page.body.data.length).toBeLessThanOrEqual(3)
+      expect(page.body.has_more).toBe(page.body.next_cursor !== null)
+      seen.push(...page.body.data.map((account: { id: string }) => account.id))
+      cursor = page.body.next_cursor
+    } while (cursor !== null)
+    const [{ count }] = await gateway.query<{ count: string }>("SELECT count(*)::text AS count FROM accounts") as [{ count: string }]
+    expect(new Set(seen).size).toBe(seen.length)
+    expect(seen.length).toBe(Number(count))
+    // The default page holds up to 100.
+    expect((await gateway.request("GET", "/v1/admin/accounts")).body.data.length).toBe(Math.min(100, seen.length))
+  })
+
+  it("lists an account's keys newest first, revoked ones with their revocation time and never a secret", async () => {
+    const account = await post("/v1/admin/accounts", { name: "listed keys" })
+    const older = await post(`/v1/admin/accounts/${account.body.id}/keys`, { scopes: ["chat"], name: "older" })
+    const newer = await post(`/v1/admin/accounts/${account.body.id}/keys`, { scopes: ["monitoring"], name: "newer" })
+    const revoked = await gateway.request("DELETE", `/v1/admin/keys/${older.body.id}`)
+    const list = await gateway.request("GET", `/v1/admin/accounts/${account.body.id}/keys`)
+    expect(list.status).toBe(200)
+    const { key: _, ...newerRecord } = newer.body
+    expect(list.body).toEqual({ object: "list", data: [newerRecord, revoked.body], next_cursor: null, has_more: false })
+    expect(revoked.body.revoked_at).toEqual(expect.any(String))
+    expect(JSON.stringify(list.body)).not.toContain(older.body.key)
+    expect(JSON.stringify(list.body)).not.toContain(newer.body.key)
+    const missing = await gateway.request("GET", "/v1/admin/accounts/acct_missing/keys")
+    expect(missing.status).toBe(404)
+    expect(missing.body.error.code).toBe("not_found")
+  })
+
+  it("refuses a cursor it did not give out and a limit out of range, naming the parameter; lists are for admin keys", async () => {
+    const page = await gateway.request("GET", "/v1/admin/accounts?limit=1")
+    const cursor: string = page.body.next_cursor
+    const tampered = Buffer.from(Buffer.from(cursor, "base64url").toString().replace(/^\d+/, "x")).toString("base64url")
+    for (const bad of ["nope", "", `${cursor}=`, `${cursor}!`, tampered, Buffer.from("99999999999999999999:acct_x").toString("base64url")]) {
+      const refused = await gateway.request("GET", `/v1/admin/accounts?cursor=${encodeURIComponent(bad)}`)
+      expect(refused.status, bad).toBe(400)
+      expect(refused.body.error).toMatchObject({ code: "invalid_request", param: "cursor" })
+    }
+    for (const bad of ["0", "1001", "abc", "1.5", "-1"]) {
+      const refused = await gateway.request("GET", `/v1/admin/accounts?limit=${bad}`)
+      expect(refused.status, bad).toBe(400)
+      expect(refused.body.error).toMatchObject({ code: "invalid_request", param: "limit", message: "limit: must be a whole number from 1 to 1000" })
+    }
+    const customer = await gateway.account({ scopes: ["chat", "monitoring"] })
+    for (const path of ["/v1/admin/accounts", `/v1/admin/accounts/${customer.id}/keys`]) {
+      const refused = await gateway.request("GET", path, { key: customer.key })
+      expect(refused.status).toBe(401)
+      expect(JSON.stringify(refused.body)).not.toContain(customer.id)
+    }
+  })
+
   it("keeps everything across a restart on the same database", async () => {
     const account = await post("/v1/admin/accounts", { name: "durable", credit_usd: "7" })
     const key = await post(`/v1/admin/accounts/${account.body.id}/keys`, { scopes: ["chat"] })

@@ -60,7 +60,8 @@ const BillingEstimates = Layer.effect(
     hold: () => Effect.die("not used"),
     withHold: () => Effect.die("not used"),
     settle: () => Effect.die("not used"),
-    release: () => Effect.die("not used")
+    release: () => Effect.die("not used"),
+    drained: Effect.die("not used")
   }))
 )
 

@@ -15,6 +15,7 @@ import { accountNotFound } from "./accountRefusals.ts"
 import { EventLog } from "../../services/EventLog.ts"
 import { Ids } from "../../services/Ids.ts"
 import { formatUsd, type Nanos } from "../../services/Money.ts"
+import { pageOf } from "../../services/Pagination.ts"
 import { type MemoryAccount, MemoryBank } from "../billing/memoryBank.ts"
 import { quote } from "../../services/quote.ts"
 
@@ -64,6 +65,8 @@ export const AccountsMemory: Layer.Layer<Accounts, never, MemoryBank | Ids | Eve
           const account = bank.accounts.get(id)
           return account === undefined ? Effect.fail(accountNotFound(id)) : Effect.succeed({ ...account })
         }),
+
+      list: (request) => Effect.sync(() => pageOf([...bank.accounts.values()].map((account) => ({ ...account })), request)),
 
       addCredit: (accountId, { amount, reference }) =>
         Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<LedgerEntry, NotFound | Conflict> => {

@@ -8,6 +8,7 @@ import { EventLog } from "../../services/EventLog.ts"
 import { Ids } from "../../services/Ids.ts"
 import { formatUsd, type Nanos, fromNumericColumn } from "../../services/Money.ts"
 import { quote } from "../../services/quote.ts"
+import { pageFromRows, startOf } from "../storage/pageRows.ts"
 
 interface AccountRow {
   readonly id: string
@@ -94,6 +95,17 @@ export const AccountsPg = Layer.effect(
           Effect.orDie,
           Effect.flatMap((rows) => rows.length === 0 ? Effect.fail(accountNotFound(id)) : Effect.succeed(toAccount(rows[0]!)))
         ),
+
+      list: (request) => {
+        const start = startOf(request)
+        return sql<AccountRow & { created_us: string }>`
+          SELECT *, (extract(epoch FROM created_at) * 1000000)::bigint::text AS created_us FROM accounts
+          WHERE (created_at, id COLLATE "C") < (${start.at}::timestamptz, ${start.id} COLLATE "C")
+          ORDER BY created_at DESC, id COLLATE "C" DESC LIMIT ${request.limit + 1}`.pipe(
+          Effect.orDie,
+          Effect.map((rows) => pageFromRows(rows, request, toAccount))
+        )
+      },
 
       addCredit: (accountId, { amount, reference }) =>
         Effect.gen(function*() {

@@ -8,14 +8,15 @@
  * Not modelled: constant-time comparison (a map lookup by hash stands in)
  * and the database's clock (times come from `Clock`).
  */
-import { Clock, Effect, Layer, Redacted } from "effect"
+import { Clock, Effect, Layer, Option, Redacted } from "effect"
 import { type ApiKeyRecord, ApiKeys } from "../../services/ApiKeys.ts"
 import { AppConfig } from "../../services/Config.ts"
 import { EventLog } from "../../services/EventLog.ts"
 import { Ids } from "../../services/Ids.ts"
+import { pageOf } from "../../services/Pagination.ts"
 import { MemoryBank } from "../billing/memoryBank.ts"
 import { accountNotFound, keyNotFound } from "./accountRefusals.ts"
-import { bootstrapPrincipal, HINT_LENGTH, KEY_SHAPE, newKey, rejected, sha256 } from "./apiKeyFormat.ts"
+import { bootstrapPrincipal, HINT_LENGTH, KEY_SHAPE, newKey, newOperatorKey, OPERATOR_PREFIX, rejected, sha256 } from "./apiKeyFormat.ts"
 
 const hashOf = (token: string) => sha256(token).toString("base64")
 
@@ -30,6 +31,8 @@ export const ApiKeysMemory: Layer.Layer<ApiKeys, never, MemoryBank | Ids | Event
     /** Records by id, and ids by key hash. */
     const records = new Map<string, ApiKeyRecord>()
     const byHash = new Map<string, string>()
+    /** The stored operator key's hash, once issued. */
+    let operatorHash: string | undefined
     /** Accounts' own concurrency caps. */
     const concurrency = new Map<string, number>()
 
@@ -69,6 +72,13 @@ export const ApiKeysMemory: Layer.Layer<ApiKeys, never, MemoryBank | Ids | Event
           return record
         }),
 
+      list: (accountId, request) =>
+        Effect.suspend(() =>
+          bank.accounts.has(accountId)
+            ? Effect.succeed(pageOf([...records.values()].filter((record) => record.accountId === accountId), request))
+            : accountNotFound(accountId)
+        ),
+
       setLimits: (keyId, change) =>
         Effect.suspend(() => {
           const found = records.get(keyId)
@@ -90,10 +100,19 @@ export const ApiKeysMemory: Layer.Layer<ApiKeys, never, MemoryBank | Ids | Event
           return Effect.succeed({ accountId, concurrency: cap })
         }),
 
+      issueOperatorKey: (when) =>
+        Effect.sync(() => {
+          if (when === "first" && operatorHash !== undefined) return Option.none()
+          const key = newOperatorKey()
+          operatorHash = hashOf(key)
+          return Option.some(key)
+        }),
+
       authenticate: (token) =>
         Effect.suspend(() => {
           const hash = hashOf(token)
           if (adminHash !== undefined && hash === adminHash) return Effect.succeed(bootstrapPrincipal)
+          if (token.startsWith(OPERATOR_PREFIX)) return hash === operatorHash ? Effect.succeed(bootstrapPrincipal) : Effect.fail(rejected)
           const record = KEY_SHAPE.test(token) ? records.get(byHash.get(hash) ?? "") : undefined
           if (record === undefined || record.revokedAt !== null) return Effect.fail(rejected)
           return Effect.succeed({

@@ -9,13 +9,23 @@
  */
 import { timingSafeEqual } from "node:crypto"
 import { SqlClient } from "@effect/sql"
-import { Effect, Layer, Redacted } from "effect"
+import { Effect, Layer, Option, Redacted } from "effect"
 import { type ApiKeyRecord, ApiKeys, type Principal, type Scope } from "../../services/ApiKeys.ts"
 import { AppConfig } from "../../services/Config.ts"
 import { EventLog } from "../../services/EventLog.ts"
 import { Ids } from "../../services/Ids.ts"
 import { accountNotFound, keyNotFound } from "./accountRefusals.ts"
-import { bootstrapPrincipal, HINT_LENGTH, KEY_SHAPE, newKey, rejected, sha256 } from "./apiKeyFormat.ts"
+import { pageFromRows, startOf } from "../storage/pageRows.ts"
+import {
+  bootstrapPrincipal,
+  HINT_LENGTH,
+  KEY_SHAPE,
+  newKey,
+  newOperatorKey,
+  OPERATOR_PREFIX,
+  rejected,
+  sha256
+} from "./apiKeyFormat.ts"
 
 interface KeyRow {
   readonly id: string
@@ -94,6 +104,19 @@ export const ApiKeysPg = Layer.effect(
           })
         ),
 
+      list: (accountId, request) =>
+        Effect.gen(function*() {
+          const [account] = yield* sql`SELECT id FROM accounts WHERE id = ${accountId}`
+          if (account === undefined) return yield* Effect.fail(accountNotFound(accountId))
+          const start = startOf(request)
+          const rows = yield* sql<KeyRow & { created_us: string }>`
+            SELECT *, (extract(epoch FROM created_at) * 1000000)::bigint::text AS created_us FROM api_keys
+            WHERE account_id = ${accountId}
+              AND (created_at, id COLLATE "C") < (${start.at}::timestamptz, ${start.id} COLLATE "C")
+            ORDER BY created_at DESC, id COLLATE "C" DESC LIMIT ${request.limit + 1}`
+          return pageFromRows(rows, request, toRecord)
+        }).pipe(Effect.catchTag("SqlError", Effect.die)),
+
       setLimits: (keyId, change) =>
         sql<KeyRow>`
           UPDATE api_keys SET
@@ -124,10 +147,30 @@ export const ApiKeysPg = Layer.effect(
           })
         ),
 
+      issueOperatorKey: (when) =>
+        Effect.gen(function*() {
+          const key = newOperatorKey()
+          const values = sql`(${"operator"}, ${key.slice(0, HINT_LENGTH)}, ${sha256(key)})`
+          // The fixed id makes a first issue race-safe: of processes starting together, one inserts.
+          const rows = when === "first"
+            ? yield* sql`INSERT INTO operator_key (id, hint, secret_sha256) VALUES ${values} ON CONFLICT (id) DO NOTHING RETURNING id`
+            : yield* sql`
+                INSERT INTO operator_key (id, hint, secret_sha256) VALUES ${values}
+                ON CONFLICT (id) DO UPDATE SET hint = excluded.hint, secret_sha256 = excluded.secret_sha256, created_at = now()
+                RETURNING id`
+          return rows.length === 1 ? Option.some(key) : Option.none()
+        }).pipe(Effect.orDie),
+
       authenticate: (token) =>
         Effect.gen(function*() {
           const hash = sha256(token)
           if (adminHash !== undefined && timingSafeEqual(hash, adminHash)) return bootstrapPrincipal
+          // Operator calls are rare: the row is read every time, so a replacement counts at once everywhere.
+          if (token.startsWith(OPERATOR_PREFIX)) {
+            const [row] = yield* sql<{ secret_sha256: Uint8Array }>`SELECT secret_sha256 FROM operator_key`.pipe(Effect.orDie)
+            if (row !== undefined && timingSafeEqual(Buffer.from(row.secret_sha256), hash)) return bootstrapPrincipal
+            return yield* Effect.fail(rejected)
+          }
           if (!KEY_SHAPE.test(token)) return yield* Effect.fail(rejected)
           const known = remembered?.get(hash.toString("base64"))
           if (known !== undefined) return known

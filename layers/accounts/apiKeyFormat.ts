@@ -16,16 +16,23 @@ export const KEY_SHAPE = /^svc_(live|test)_[0-9A-Za-z]{32,}$/
 /** Characters of a key kept to recognise it in a list. */
 export const HINT_LENGTH = 13
 
-export const newKey = () => {
+const randomSecret = () => {
   let secret = ""
   for (let i = 0; i < SECRET_LENGTH; i++) secret += BASE62[randomInt(BASE62.length)]
-  return `svc_live_${secret}`
+  return secret
 }
+
+export const newKey = () => `svc_live_${randomSecret()}`
+
+/** The stored operator key's prefix: a token with it is looked up as the operator key only. */
+export const OPERATOR_PREFIX = "svc_admin_"
+
+export const newOperatorKey = () => `${OPERATOR_PREFIX}${randomSecret()}`
 
 export const sha256 = (text: string) => createHash("sha256").update(text).digest()
 
 /** The one answer for every rejected key, so callers learn nothing about why. */
 export const rejected = new Unauthorized({ message: "The API key is missing, invalid or revoked." })
 
-/** The bootstrap operator key from `SVC_ADMIN_KEY`: admin scope, no account. */
+/** The operator: `SVC_ADMIN_KEY` or the stored operator key; admin scope, no account. */
 export const bootstrapPrincipal: Principal = { keyId: "key_bootstrap", accountId: null, scopes: ["admin"] }

@@ -42,6 +42,13 @@ export const BillingLive = Layer.effect(
     const journal = yield* SettlementJournal
     const database = yield* DatabaseStatus
     const beatMillis = Math.max(1, Math.floor(((yield* AppConfig).file.billing.reservationLeaseSeconds * 1000) / 3))
+    /** Holds taken whose settlement or release is not yet written: `drained` waits for none. */
+    let unfinished = 0
+    const finished = Effect.sync(() => void unfinished--)
+    const drained: Effect.Effect<void> = Effect.suspend(() =>
+      unfinished === 0 ? Effect.void : Effect.zipRight(Effect.sleep("20 millis"), drained)
+    )
+
     /** Marks a hold ended and stops its heartbeat; false when it already was (each hold ends once). */
     const end = (hold: Hold) => {
       const state = hold as OpenHold
@@ -69,14 +76,18 @@ export const BillingLive = Layer.effect(
           requestId: requestId ?? ids.make("req"),
           amount
         })).pipe(
-        Effect.map((reservation): OpenHold => ({ id: reservation.id, reservation, ended: false, heartbeat: undefined })),
+        Effect.map((reservation): OpenHold => {
+          unfinished++
+          return { id: reservation.id, reservation, ended: false, heartbeat: undefined }
+        }),
         // Interruptible: a hold is taken where interruption is masked, and a fork inherits that.
         Effect.tap((hold) =>
           Effect.map(Effect.forkDaemon(Effect.interruptible(heartbeat(hold))), (fiber) => void (hold.heartbeat = fiber))
         )
       )
 
-    const release = (hold: Hold) => Effect.suspend(() => (end(hold) ? ledger.release(hold.reservation) : Effect.void))
+    const release = (hold: Hold) =>
+      Effect.suspend(() => (end(hold) ? Effect.ensuring(ledger.release(hold.reservation), finished) : Effect.void))
 
     const billOf = (call: ServedCall, usage: ServedCall["usage"], invalid: Bill["events"]): Bill => ({
       endpoint: call.endpoint,
@@ -135,9 +146,10 @@ export const BillingLive = Layer.effect(
               Effect.catchAllCause((cause) =>
                 Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : kept(held.reservation, bill, cause)
               )
-            ))
+            )).pipe(Effect.ensuring(finished))
         }),
-      release
+      release,
+      drained
     })
   })
 )

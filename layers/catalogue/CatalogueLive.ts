@@ -68,7 +68,7 @@ export const CatalogueLive = Layer.scoped(
 
     const definitions = new Map<string, ModelConfig & { readonly tier: Model["tier"] }>()
     for (const house of houseModels) definitions.set(house.id, house)
-    for (const [index, model] of config.file.models.entries()) {
+    for (const [index, model] of config.models.entries()) {
       if (definitions.has(model.id)) {
         return yield* new ConfigInvalid({ field: `models[${index}].id`, reason: `${model.id} is already defined` })
       }
@@ -144,7 +144,9 @@ export const CatalogueLive = Layer.scoped(
         supportedParameters: definition.supported_parameters ?? parametersFor(definition.capabilities),
         quality: definition.quality ?? 0.5,
         tier: definition.tier,
-        privacyClasses: CLASS_RANK.filter((privacyClass) => earned.has(privacyClass))
+        privacyClasses: CLASS_RANK.filter((privacyClass) => earned.has(privacyClass)),
+        ...(definition.created !== undefined ? { created: definition.created } : {}),
+        ...(definition.ownedBy !== undefined ? { ownedBy: definition.ownedBy } : {})
       })
     }
     const list = [...models.values()]

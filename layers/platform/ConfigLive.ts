@@ -6,18 +6,27 @@
 import { existsSync, readFileSync } from "node:fs"
 import { resolve } from "node:path"
 import { Effect, Either, Layer, ParseResult, Redacted, Schema } from "effect"
-import { AppConfig, type AppConfigShape, ConfigFile, ConfigInvalid, type ProviderConfig } from "../../services/Config.ts"
+import { AppConfig, type AppConfigShape, ConfigFile, ConfigInvalid, type ModelConfig, type ProviderConfig } from "../../services/Config.ts"
 import { fieldPath } from "../../services/fieldPath.ts"
+import { quote } from "../../services/quote.ts"
 import { houseModels } from "../catalogue/houseModels.ts"
+import { sandboxModels } from "../catalogue/sandboxModels.ts"
 
 type Env = Readonly<Record<string, string | undefined>>
 
-/** With no providers configured, the offline sandbox serves every house model. */
+/** With no providers configured, the offline sandbox serves every house model and its own third-party-style models. */
 const sandboxDefault: ProviderConfig = {
   id: "sandbox",
   plugin: "sandbox",
   timeoutMs: 60_000,
-  deployments: houseModels.map((model) => ({ model: model.id, weight: 1 }))
+  deployments: [...houseModels, ...sandboxModels].map((model) => ({ model: model.id, weight: 1 }))
+}
+
+/** The file's models, then the sandbox's own when it serves by default (unless the file defines one of their ids). */
+const modelsInForce = (file: ConfigFile): ReadonlyArray<ModelConfig> => {
+  if (file.providers !== undefined) return file.models
+  const defined = new Set(file.models.map((model) => model.id))
+  return [...file.models, ...sandboxModels.filter((model) => !defined.has(model.id))]
 }
 
 const decodeFile = Schema.decodeUnknownEither(ConfigFile, { errors: "first", onExcessProperty: "error" })
@@ -47,6 +56,18 @@ const portOf = (text: string | undefined) => {
     : Either.left(new ConfigInvalid({ field: "PORT", reason: `expected a port number, got "${text}"` }))
 }
 
+/**
+ * `HOST` is an address or a name to listen on, without a port: `127.0.0.1:9000` (or `[::1]:9000`)
+ * would otherwise be looked up as a host name and fail with a resolver error.
+ */
+const hostOf = (text: string | undefined) => {
+  if (text === undefined || text === "") return Either.right("127.0.0.1")
+  const withPort = /^\[[^\]]*\]:\d+$/.test(text) || /^[^:]+:\d*$/.test(text)
+  if (withPort) return Either.left(new ConfigInvalid({ field: "HOST", reason: `"${quote(text)}" carries a port; set the address in HOST and the port in PORT` }))
+  if (/[\s/@?#]/.test(text) || text.length > 253) return Either.left(new ConfigInvalid({ field: "HOST", reason: `"${quote(text)}" is not a host name or address` }))
+  return Either.right(text.startsWith("[") && text.endsWith("]") ? text.slice(1, -1) : text)
+}
+
 const secret = (value: string | undefined) => value === undefined || value === "" ? undefined : Redacted.make(value)
 
 /** The configuration from a file path (or none) and an environment. */
@@ -58,11 +79,13 @@ export const loadConfig = (env: Env, cwd = process.cwd()): Effect.Effect<AppConf
       return yield* new ConfigInvalid({ field: "SVC_CONFIG", reason: `no file at ${path}` })
     }
     const file = existsSync(path) ? yield* Effect.flatMap(readFile(path), parseConfigFile) : yield* parseConfigFile({})
+    const host = yield* hostOf(env.HOST)
     const port = yield* portOf(env.PORT)
     return {
       file,
       providers: file.providers ?? [sandboxDefault],
-      host: env.HOST || "127.0.0.1",
+      models: modelsInForce(file),
+      host,
       port,
       databaseUrl: secret(env.DATABASE_URL),
       dataDir: resolve(cwd, env.SVC_DATA_DIR || ".svc-data"),

@@ -141,10 +141,11 @@ export const DatabaseLive = Layer.unwrapScoped(
     const config = yield* AppConfig
     if (config.databaseUrl !== undefined) {
       // Waited for here, outside the SqlClient layer, so a start that gives up fails with its own line.
+      yield* Effect.logInfo("connecting to the PostgreSQL database at DATABASE_URL")
       const pool = yield* serverPool(config.databaseUrl, config.file.database)
       return PgClient.layerFromPool({ acquire: Effect.succeed(pool) })
     }
-    yield* Effect.logInfo(`embedded database in ${config.dataDir}`)
+    yield* Effect.logInfo(`opening the embedded database in ${config.dataDir} (the first start creates it; a few seconds)`)
     return pgliteSqlClient(yield* openPglite(config.dataDir))
   })
 )

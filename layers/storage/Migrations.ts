@@ -1,7 +1,7 @@
 /** Versioned schema migrations, run at start before anything serves. Same SQL on PostgreSQL 15 and PGlite. */
 import { Migrator, SqlClient } from "@effect/sql"
 import { AppConfig } from "../../services/Config.ts"
-import { Effect, Layer } from "effect"
+import { Effect, FiberRef, HashMap, Layer } from "effect"
 import accountsKeysLedger from "./migrations/0001_accounts_keys_ledger.ts"
 import reservationsReceipts from "./migrations/0002_reservations_receipts.ts"
 import idempotencyKeys from "./migrations/0003_idempotency_keys.ts"
@@ -10,20 +10,42 @@ import receiptAttestation from "./migrations/0005_receipt_attestation.ts"
 import promptKeys from "./migrations/0006_prompt_keys.ts"
 import transcripts from "./migrations/0007_transcripts.ts"
 import rateLimits from "./migrations/0008_rate_limits.ts"
+import listOrder from "./migrations/0009_list_order.ts"
+import operatorKey from "./migrations/0010_operator_key.ts"
+import agents from "./migrations/0011_agents.ts"
+import conversations from "./migrations/0012_conversations.ts"
 
-const migrate = Migrator.make({})({
-  loader: Migrator.fromRecord({
-    "0001_accounts_keys_ledger": accountsKeysLedger,
-    "0002_reservations_receipts": reservationsReceipts,
-    "0003_idempotency_keys": idempotencyKeys,
-    "0004_deployment_health": deploymentHealth,
-    "0005_receipt_attestation": receiptAttestation,
-    "0006_prompt_keys": promptKeys,
-    "0007_transcripts": transcripts,
-    "0008_rate_limits": rateLimits
-  }),
-  table: "svc_migrations"
-})
+const MIGRATIONS: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
+  "0001_accounts_keys_ledger": accountsKeysLedger,
+  "0002_reservations_receipts": reservationsReceipts,
+  "0003_idempotency_keys": idempotencyKeys,
+  "0004_deployment_health": deploymentHealth,
+  "0005_receipt_attestation": receiptAttestation,
+  "0006_prompt_keys": promptKeys,
+  "0007_transcripts": transcripts,
+  "0008_rate_limits": rateLimits,
+  "0009_list_order": listOrder,
+  "0010_operator_key": operatorKey,
+  "0011_agents": agents,
+  "0012_conversations": conversations
+}
+
+/** The newest migration this build knows; `/readyz` is ready once the database has it. */
+export const LATEST_MIGRATION = Object.keys(MIGRATIONS).length
+
+/** Each migration announces itself as it starts: a first start on a slow disk is not silent. */
+const announced = Object.fromEntries(
+  Object.entries(MIGRATIONS).map(([key, effect], index) => [
+    key,
+    Effect.zipRight(
+      // The Migrator's own annotations would repeat the name on two more lines.
+      Effect.locally(Effect.logInfo(`applying migration ${index + 1}/${LATEST_MIGRATION} (${key})`), FiberRef.currentLogAnnotations, HashMap.empty()),
+      effect
+    )
+  ])
+)
+
+const migrate = Migrator.make({})({ loader: Migrator.fromRecord(announced), table: "svc_migrations" })
 
 /** Any fixed number: the key of the advisory lock that makes starting processes migrate one at a time. */
 const MIGRATION_LOCK = 7_361_004
@@ -52,7 +74,7 @@ const migrateAlone = Effect.gen(function*() {
 export const MigrationsLive = Layer.effectDiscard(
   migrateAlone.pipe(
     Effect.tap((applied) =>
-      Effect.forEach(applied, ([id, name]) => Effect.logInfo(`migration ${id} ${name} applied`), { discard: true })
+      Effect.logInfo(applied.length === 0 ? "database schema is up to date" : `database schema updated (${applied.length} migrations applied)`)
     ),
     Effect.orDie
   )

@@ -8,6 +8,16 @@
  * When a newer instance's migration changes a table under a statement this
  * connection prepared (`SELECT *` gaining a column), PostgreSQL refuses the
  * stale statement once; it is then prepared afresh under a new name.
+ *
+ * It does not tell its server process id. @effect/sql-pg cancels the
+ * statement of an interrupted fiber with `pg_cancel_backend(processID)` from
+ * another connection and then returns this one to the pool; the signal is
+ * delivered asynchronously and can land after that statement has ended, on
+ * the next statement of whoever took the connection ("canceling statement
+ * due to user request" on an innocent call: the fuzz suite's fingerprint
+ * query met it). Without an id it cancels nothing: an abandoned statement
+ * (ours are short, all under `statement_timeout`) finishes, and the next one
+ * waits behind it on the connection.
  */
 import { createHash } from "node:crypto"
 import pg from "pg"
@@ -26,6 +36,12 @@ export class PreparingClient extends pg.Client {
   readonly #names = new Map<string, string>()
   /** Statements prepared afresh on this connection, to name each one anew. */
   #renamed = 0
+
+  constructor(config?: string | pg.ClientConfig) {
+    super(config)
+    // See above: no process id, so no cancellation that could hit the connection's next statement.
+    Object.defineProperty(this, "processID", { get: () => undefined, set: () => {}, configurable: true })
+  }
 
   override query(config: any, values?: any, callback?: any): any {
     if (typeof config !== "string" || !Array.isArray(values) || values.length === 0) {

@@ -6,22 +6,37 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { Wire } from "../../services/ApiError.ts"
 import { AdminGroup } from "./AdminGroup.ts"
+import { AgentsGroup } from "./AgentsGroup.ts"
 import { ChatGroup } from "./ChatGroup.ts"
 import { EmbeddingsGroup } from "./EmbeddingsGroup.ts"
 import { ModelsGroup } from "./ModelsGroup.ts"
 import { PrivacyGroup } from "./PrivacyGroup.ts"
+import { ProbesGroup } from "./ProbesGroup.ts"
 import { ProvidersGroup } from "./ProvidersGroup.ts"
 import { ReceiptsGroup } from "./ReceiptsGroup.ts"
+import { ResponsesGroup } from "./ResponsesGroup.ts"
 import { documentAsServed } from "./openApiEnvelope.ts"
+
+/** SPDX, as OpenAPI 3.1 allows (the field HttpApi's type lacks; `identifier` and `url` exclude each other). */
+const LICENSE = { name: "Apache-2.0", identifier: "Apache-2.0" }
+
+/** Relative first: the gateway that serves this document; then the default address of a local install. */
+const SERVERS = [
+  { url: "/", description: "The gateway serving this document" },
+  { url: "http://127.0.0.1:8080", description: "A local install on its default address (HOST, PORT)" }
+]
 
 export class Api extends HttpApi.make("svc")
   .add(ChatGroup)
+  .add(ResponsesGroup)
   .add(EmbeddingsGroup)
+  .add(AgentsGroup)
   .add(ModelsGroup)
   .add(ReceiptsGroup)
   .add(ProvidersGroup)
   .add(PrivacyGroup)
   .add(AdminGroup)
+  .add(ProbesGroup)
   .addError(Wire.InvalidRequest)
   .addError(Wire.Unauthorized)
   .addError(Wire.NotFound)
@@ -31,6 +46,8 @@ export class Api extends HttpApi.make("svc")
     title: "svc gateway",
     version: "1",
     description: "Model-routing gateway: OpenAI-style chat completions and embeddings with exact billing and privacy classes.",
+    license: LICENSE,
+    servers: SERVERS,
     transform: documentAsServed
   }))
 {}

@@ -20,6 +20,10 @@ const Timestamp = Schema.String.annotations({ description: "RFC 3339 UTC" })
 export const ModelRecord = Schema.Struct({
   id: Schema.String,
   object: Schema.Literal("model"),
+  /** Unix seconds, as OpenAI's model records have it. */
+  created: Schema.Int,
+  /** Always `svc` unless the operator's config says otherwise: records never name the upstream. */
+  owned_by: Schema.String,
   name: Schema.String,
   context_length: Schema.Int,
   pricing: Schema.Struct({

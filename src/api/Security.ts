@@ -26,6 +26,13 @@ export class ChatScope extends HttpApiMiddleware.Tag<ChatScope>()("svc/ChatScope
   security: bearer
 }) {}
 
+/** Keys with the `agents` scope (creating agents and managing their knowledge). */
+export class AgentsScope extends HttpApiMiddleware.Tag<AgentsScope>()("svc/AgentsScope", {
+  failure: Wire.Unauthorized,
+  provides: CurrentPrincipal,
+  security: bearer
+}) {}
+
 /**
  * Keys with the `monitoring` scope (monitoring, usage, logs, receipts, provider health); operator
  * keys (`admin` scope) pass too, so the bootstrap key can watch the install it runs.

@@ -1,10 +1,12 @@
-/** The operator API: translates between wire records and the Accounts and ApiKeys services. */
+/** The operator API: translates between wire records and the Accounts and ApiKeys services (the CLI prints the same records). */
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { type Account, Accounts, type LedgerEntry } from "../../services/Accounts.ts"
 import { type ApiKeyRecord, ApiKeys } from "../../services/ApiKeys.ts"
 import { formatUsd } from "../../services/Money.ts"
+import type { Page } from "../../services/Pagination.ts"
 import { Api } from "../api/Api.ts"
+import { listRecord, pageRequestOf } from "../api/Lists.ts"
 import type { AccountLimitsRecord, AccountRecord, KeyRecord, LedgerEntryRecord } from "../api/Records.ts"
 
 export const toAccountRecord = (account: Account): typeof AccountRecord.Type => ({
@@ -49,6 +51,9 @@ export const toAccountLimitsRecord = (
   concurrency: limits.concurrency
 })
 
+export const toAccountList = (page: Page<Account>) => listRecord({ ...page, items: page.items.map(toAccountRecord) })
+export const toKeyList = (page: Page<ApiKeyRecord>) => listRecord({ ...page, items: page.items.map(toKeyRecord) })
+
 export const AdminHandlers = HttpApiBuilder.group(Api, "admin", (handlers) =>
   Effect.gen(function*() {
     const accounts = yield* Accounts
@@ -56,11 +61,15 @@ export const AdminHandlers = HttpApiBuilder.group(Api, "admin", (handlers) =>
     return handlers
       .handle("createAccount", ({ payload }) =>
         Effect.map(accounts.create({ name: payload.name, credit: payload.credit_usd }), toAccountRecord))
+      .handle("listAccounts", ({ urlParams }) =>
+        Effect.map(accounts.list(pageRequestOf(urlParams)), toAccountList))
       .handle("getAccount", ({ path }) => Effect.map(accounts.get(path.id), toAccountRecord))
       .handle("setAccountLimits", ({ path, payload }) =>
         Effect.map(keys.setAccountConcurrency(path.id, payload.concurrency), toAccountLimitsRecord))
       .handle("createKey", ({ path, payload }) =>
         Effect.map(keys.create(path.id, payload), ({ key, record }) => ({ ...toKeyRecord(record), key })))
+      .handle("listKeys", ({ path, urlParams }) =>
+        Effect.map(keys.list(path.id, pageRequestOf(urlParams)), toKeyList))
       .handle("updateKey", ({ path, payload }) => Effect.map(keys.setLimits(path.id, payload), toKeyRecord))
       .handle("revokeKey", ({ path }) => Effect.map(keys.revoke(path.id), toKeyRecord))
       .handle("addCredits", ({ path, payload }) =>

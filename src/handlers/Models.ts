@@ -2,7 +2,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { NotFound } from "../../services/ApiError.ts"
-import { Catalogue, type Model } from "../../services/Catalogue.ts"
+import { Catalogue, CATALOGUE_EPOCH, type Model } from "../../services/Catalogue.ts"
 import { formatUsd, type Nanos } from "../../services/Money.ts"
 import { Api } from "../api/Api.ts"
 import type { ModelRecord } from "../api/Records.ts"
@@ -14,6 +14,8 @@ const price = (nanos: Nanos) => formatUsd(nanos).replace(/\.?0+$/, "")
 export const toModelRecord = (model: Model): typeof ModelRecord.Type => ({
   id: model.id,
   object: "model",
+  created: model.created ?? CATALOGUE_EPOCH,
+  owned_by: model.ownedBy ?? "svc",
   name: model.name,
   context_length: model.context,
   pricing: {

@@ -7,7 +7,7 @@ import { HttpServerRequest } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { Unauthorized } from "../../services/ApiError.ts"
 import { ApiKeys, type Scope } from "../../services/ApiKeys.ts"
-import { AdminScope, AnyKey, ChatScope, MonitoringScope } from "../api/Security.ts"
+import { AdminScope, AgentsScope, AnyKey, ChatScope, MonitoringScope } from "../api/Security.ts"
 
 const BEARER = /^Bearer +(\S+) *$/i
 
@@ -32,6 +32,7 @@ const authenticate = (accepted: ReadonlyArray<Scope>) =>
 export const SecurityLive = Layer.mergeAll(
   Layer.effect(AnyKey, authenticate([])),
   Layer.effect(ChatScope, authenticate(["chat"])),
+  Layer.effect(AgentsScope, authenticate(["agents"])),
   Layer.effect(MonitoringScope, authenticate(["monitoring", "admin"])),
   Layer.effect(AdminScope, authenticate(["admin"]))
 )

@@ -23,9 +23,16 @@ export interface Fixture {
   /** A key of its own, for the revoke endpoint to revoke. */
   readonly spareKeyId: string
   readonly receiptId: string
+  /** Agents scope, on the account with credit. */
+  readonly agentsKey: string
+  readonly agentId: string
+  /** An agent of its own, for the delete endpoint to delete. */
+  readonly spareAgentId: string
+  /** A document of `agentId`, for the delete endpoint to delete. */
+  readonly documentId: string
 }
 
-type KeyRole = "admin" | "chat" | "monitoring" | "none"
+type KeyRole = "admin" | "chat" | "monitoring" | "agents" | "none"
 
 export interface Endpoint {
   readonly name: string
@@ -35,9 +42,15 @@ export interface Endpoint {
   readonly key: KeyRole
   /** The valid id for the route's `:id` or `*`. */
   readonly id?: (fixture: Fixture) => string
+  /** The valid id for a second path parameter (`:documentId`), which is not fuzzed. */
+  readonly subId?: readonly [param: string, id: (fixture: Fixture) => string]
   /** A valid body. */
   readonly body?: (fixture: Fixture) => Record<string, unknown>
+  /** Valid query parameters (list endpoints: `limit`, `cursor`). */
+  readonly query?: Readonly<Record<string, string>>
   readonly idempotent?: boolean
+  /** Methods never swapped in: on this path they are another endpoint that would destroy the fixture. */
+  readonly keepOff?: ReadonlyArray<string>
   /** Its valid request is refused too (a capability no model has). */
   readonly refusedWhenValid?: boolean
 }
@@ -73,13 +86,29 @@ export const ENDPOINTS: ReadonlyArray<Endpoint> = [
   },
   {
     // The house models take neither tools nor schemas: this fuzzes how both are read and refused.
-    name: "chat with tools and a schema", method: "POST", route: "/v1/chat/completions", key: "chat", refusedWhenValid: true,
+    // Routed to a sandbox model with tools and structured output (the house tier has neither).
+    name: "chat with tools and a schema", method: "POST", route: "/v1/chat/completions", key: "chat",
     body: () => ({
-      model: "svc/pro",
+      model: "auto",
       messages: [user("hi")],
       tools: [{ type: "function", function: { name: "f", parameters: { type: "object", properties: { a: { type: "string" } } } } }],
       tool_choice: { type: "function", function: { name: "f" } },
       response_format: { type: "json_schema", json_schema: { name: "out", schema: { type: "object" } } }
+    })
+  },
+  {
+    name: "responses", method: "POST", route: "/v1/responses", key: "chat", idempotent: true,
+    body: () => ({
+      model: "auto",
+      instructions: "Be brief.",
+      input: [
+        { role: "user", content: [{ type: "input_text", text: "hi" }] },
+        { type: "function_call", call_id: "call_1", name: "f", arguments: "{}" },
+        { type: "function_call_output", call_id: "call_1", output: "done" }
+      ],
+      tools: [{ type: "function", name: "f", parameters: { type: "object", properties: { a: { type: "string" } } } }],
+      text: { format: { type: "json_schema", name: "out", schema: { type: "object" } } },
+      max_output_tokens: 50
     })
   },
   {
@@ -93,7 +122,33 @@ export const ENDPOINTS: ReadonlyArray<Endpoint> = [
   { name: "providers health", method: "GET", route: "/v1/providers/health", key: "monitoring" },
   { name: "prompt keys", method: "GET", route: "/v1/privacy/keys", key: "none" },
   { name: "openapi", method: "GET", route: "/openapi.json", key: "none" },
+  { name: "liveness", method: "GET", route: "/healthz", key: "none" },
+  {
+    name: "create agent", method: "POST", route: "/v1/agents", key: "agents",
+    body: () => ({
+      name: "fuzz", instructions: "Answer from the documents.", routing: { model: "auto", privacy: { class: "standard_route" } },
+      knowledge: [{ title: "Notes", text: "# Notes\n\nThe gateway bills each call." }], conversation_cap: 5
+    })
+  },
+  { name: "list agents", method: "GET", route: "/v1/agents", key: "agents", query: { limit: "2" } },
+  { name: "get agent", method: "GET", route: "/v1/agents/:id", key: "agents", id: (f) => f.agentId, keepOff: ["DELETE"] },
+  { name: "delete agent", method: "DELETE", route: "/v1/agents/:id", key: "agents", id: (f) => f.spareAgentId },
+  {
+    name: "add document", method: "POST", route: "/v1/agents/:id/documents", key: "agents", id: (f) => f.agentId,
+    body: () => ({ title: "More", text: "Receipts carry the cost of a call." })
+  },
+  { name: "list documents", method: "GET", route: "/v1/agents/:id/documents", key: "agents", id: (f) => f.agentId, query: { limit: "2" } },
+  {
+    name: "delete document", method: "DELETE", route: "/v1/agents/:id/documents/:documentId", key: "agents", id: (f) => f.agentId,
+    subId: [":documentId", (f) => f.documentId]
+  },
+  { name: "readiness", method: "GET", route: "/readyz", key: "none" },
   { name: "create account", method: "POST", route: "/v1/admin/accounts", key: "admin", body: () => ({ name: "fuzz", credit_usd: "0.5" }) },
+  { name: "list accounts", method: "GET", route: "/v1/admin/accounts", key: "admin", query: { limit: "2" } },
+  {
+    name: "list keys", method: "GET", route: "/v1/admin/accounts/:id/keys", key: "admin", id: (f) => f.accountId,
+    query: { limit: "1000" }
+  },
   { name: "get account", method: "GET", route: "/v1/admin/accounts/:id", key: "admin", id: (f) => f.accountId },
   {
     name: "create key", method: "POST", route: "/v1/admin/accounts/:id/keys", key: "admin", id: (f) => f.accountId,
@@ -127,13 +182,16 @@ const sometimes = <A>(arbitrary: fc.Arbitrary<A>, every: number): fc.Arbitrary<A
   fc.oneof({ weight: every - 1, arbitrary: fc.constant(null) }, { weight: 1, arbitrary })
 
 const keyFor = (role: KeyRole, fixture: Fixture) =>
-  role === "admin" ? fixture.adminKey : role === "chat" ? fixture.chatKey : role === "monitoring" ? fixture.monitoringKey : undefined
+  role === "none" ? undefined : ({ admin: fixture.adminKey, chat: fixture.chatKey, monitoring: fixture.monitoringKey, agents: fixture.agentsKey })[role]
 
-type AuthChoice = { kind: "right" } | { kind: "other"; role: "admin" | "chat" | "monitoring" | "broke" | "revoked" } | { kind: "header"; value: string | null }
+type AuthChoice =
+  | { kind: "right" }
+  | { kind: "other"; role: "admin" | "chat" | "monitoring" | "agents" | "broke" | "revoked" }
+  | { kind: "header"; value: string | null }
 
 const authArb: fc.Arbitrary<AuthChoice> = fc.oneof(
   { weight: 12, arbitrary: fc.constant({ kind: "right" as const }) },
-  { weight: 2, arbitrary: fc.constantFrom("admin", "chat", "monitoring", "broke", "revoked").map((role) => ({ kind: "other" as const, role })) },
+  { weight: 2, arbitrary: fc.constantFrom("admin", "chat", "monitoring", "agents", "broke", "revoked").map((role) => ({ kind: "other" as const, role })) },
   {
     weight: 2,
     arbitrary: fc.oneof(
@@ -150,7 +208,14 @@ const authHeader = (choice: AuthChoice, role: KeyRole, fixture: Fixture): string
   if (choice.kind === "header") return choice.value
   const key = choice.kind === "right"
     ? keyFor(role, fixture)
-    : ({ admin: fixture.adminKey, chat: fixture.chatKey, monitoring: fixture.monitoringKey, broke: fixture.brokeKey, revoked: fixture.revokedKey })[choice.role]
+    : ({
+      admin: fixture.adminKey,
+      chat: fixture.chatKey,
+      monitoring: fixture.monitoringKey,
+      agents: fixture.agentsKey,
+      broke: fixture.brokeKey,
+      revoked: fixture.revokedKey
+    })[choice.role]
   return key === undefined ? null : `Bearer ${key}`
 }
 
@@ -252,6 +317,26 @@ const headersArb = fc.record({
 
 const methodArb = sometimes(fc.constantFrom("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "TRACE", "FOO"), 15)
 
+/** A list's query: its valid parameters, sometimes with one set to a hostile value (a cursor not given out, a limit out of range). */
+const queryArb = sometimes(
+  fc.record({
+    name: fc.constantFrom("limit", "cursor", "cursor", "limit[]", "__proto__"),
+    value: fc.oneof(
+      weirdString,
+      fc.constantFrom("0", "1001", "-1", "1.5", "1e3", "", "null", "MTox", "MTphY2N0Xw", "OTk5OTk5OTk5OTk5OTk5OTk5OjE", "%ZZ")
+    )
+  }),
+  2
+)
+
+const queryText = (valid: Readonly<Record<string, string>>, edit: { name: string; value: string } | null) => {
+  const params = { ...valid, ...(edit === null ? {} : { [edit.name]: edit.value }) }
+  const text = Object.entries(params).map(([name, value]) =>
+    `${encodeURIComponent(name)}=${value === "%ZZ" ? value : encodeURIComponent(value.replace(/[\ud800-\udfff]/g, "?"))}`
+  ).join("&")
+  return text === "" ? "" : `?${text}`
+}
+
 /** A generated request against one of `ENDPOINTS` (or an unknown route), made concrete with the fixture. */
 export const caseArb = (fixture: () => Fixture): fc.Arbitrary<FuzzCase> =>
   fc.record({
@@ -261,8 +346,9 @@ export const caseArb = (fixture: () => Fixture): fc.Arbitrary<FuzzCase> =>
     id: idArb,
     body: bodyArb,
     headers: headersArb,
+    query: queryArb,
     stray: sometimes(fc.oneof(weirdString.map(segment), fc.constantFrom("/v1/", "/v2/chat/completions", "//v1/models", "/v1/models/", "/v1/admin/accounts//keys", "/%2e%2e/%2e%2e/etc/passwd")), 20)
-  }).map(({ endpoint, method, auth, id, body, headers, stray }) => {
+  }).map(({ endpoint, method, auth, id, body, headers, query, stray }) => {
     const f = fixture()
     const sent: Array<string> = []
     const idText = id ?? (endpoint.id === undefined ? "" : encodeURIComponent(endpoint.id(f)).replaceAll("%2F", "/"))
@@ -270,6 +356,9 @@ export const caseArb = (fixture: () => Fixture): fc.Arbitrary<FuzzCase> =>
     const path = stray !== null
       ? (stray.startsWith("/") ? stray : `/v1/${stray}`)
       : endpoint.route.replace(":id", idText).replace("*", idText)
+        .replace(endpoint.subId?.[0] ?? "\u0000", endpoint.subId?.[1](f) ?? "") +
+        (endpoint.query === undefined ? "" : queryText(endpoint.query, query))
+    if (endpoint.query !== undefined && query !== null) sent.push(query.value)
     let text: string | undefined
     if (endpoint.body !== undefined) {
       if (body.kind === "text") text = body.text
@@ -299,7 +388,7 @@ export const caseArb = (fixture: () => Fixture): fc.Arbitrary<FuzzCase> =>
       endpoint,
       sent: sent.filter((s) => s.length > 64),
       request: {
-        method: method ?? endpoint.method,
+        method: method === null || endpoint.keepOff?.includes(method) ? endpoint.method : method,
         path,
         headers: pairs,
         body: text,

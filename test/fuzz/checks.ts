@@ -35,7 +35,7 @@ export const checkResponse = (fuzzCase: FuzzCase, response: RawResponse): void =
   const error = body?.error
   const keys = body === null || typeof body !== "object" ? [] : Object.keys(body)
   if (keys.length !== 1 || keys[0] !== "error" || error === null || typeof error !== "object") fail(fuzzCase, response, "not the envelope")
-  if (Object.keys(error).sort().join() !== "code,message,param,request_id") fail(fuzzCase, response, "envelope fields")
+  if (Object.keys(error).sort().join() !== "code,message,param,request_id,type") fail(fuzzCase, response, "envelope fields")
   if (!CODES.has(error.code)) fail(fuzzCase, response, `unknown code ${error.code}`)
   if (FACTS_BY_CODE.get(error.code)?.includes(response.status) !== true) fail(fuzzCase, response, `code ${error.code} with status ${response.status}`)
   if (typeof error.message !== "string" || error.message.length < 5 || error.message.length > MAX_MESSAGE_CHECK) {

@@ -1,6 +1,6 @@
 /**
- * A real gateway process — `node --import tsx src/main.ts`, what `npm start`
- * runs — for tests that need several processes on one database, or a process
+ * A real gateway process — `node dist/main.js`, what `npm start` runs (the
+ * test run's global setup builds dist/ first) — for tests that need several processes on one database, or a process
  * that dies. It gets its own env and config file and a free loopback port,
  * and counts as started once it answers `GET /openapi.json`.
  *
@@ -31,6 +31,10 @@ export interface GatewayProcess {
   readonly stop: (graceMs?: number) => Promise<void>
   /** Whether it is still running. */
   readonly running: () => boolean
+  /** Resolves once it has exited, by itself or by a signal. */
+  readonly exited: Promise<void>
+  /** Its exit code once it has exited (null: still running, or ended by a signal). */
+  readonly exitCode: () => number | null
   /** Its stdout and stderr so far (the last 256 KiB), for failure messages. */
   readonly output: () => string
 }
@@ -132,7 +136,7 @@ const startOnce = async (options: GatewayProcessOptions, configPath: string, por
   Object.assign(env, options.env, { PORT: String(port), HOST: "127.0.0.1", SVC_CONFIG: configPath })
 
   installExitHook()
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+  const child = spawn(process.execPath, ["--enable-source-maps", "dist/main.js"], {
     cwd: root,
     env,
     detached: true,
@@ -204,6 +208,8 @@ const startOnce = async (options: GatewayProcessOptions, configPath: string, por
     kill,
     stop,
     running,
+    exited,
+    exitCode: () => child.exitCode,
     output: () => output
   }
   return { ready: true as const, handle }

@@ -1,6 +1,6 @@
 /**
- * The sandbox's answer streamed as OpenAI streams it: role, content in pieces
- * of a few words (or tool-call arguments in pieces of whole code points),
+ * The sandbox's answer streamed as OpenAI streams it: role, a reasoning
+ * model's thinking, then content in pieces of a few words (or tool-call arguments in pieces of whole code points),
  * finish reason, then usage alone.
  */
 import type { ChatChunk, ChatCompletion } from "../../../services/Chat.ts"
@@ -37,8 +37,10 @@ export const chunksOf = (completion: ChatCompletion): Array<ChatChunk> => {
       )
     ]
     : wordPieces(choice?.message.content ?? "").map((piece) => frame({ content: piece }))
+  const thinking = wordPieces(choice?.message.reasoning_content ?? "").map((piece) => frame({ reasoning_content: piece }))
   return [
     frame({ role: "assistant", content: "" }),
+    ...thinking,
     ...body,
     frame({}, choice?.finish_reason ?? "stop"),
     { ...base, choices: [], usage }

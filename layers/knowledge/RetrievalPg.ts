@@ -1,0 +1,71 @@
+/**
+ * Hybrid retrieval in PostgreSQL. Full text: the query's stemmed words,
+ * any of them (`|`), ranked by `ts_rank` normalised by document length, on
+ * the chunks' GIN index. Vectors: an exact scan of the agent's chunk
+ * embeddings by cosine similarity (the same ranking on PGlite and any
+ * PostgreSQL server; an approximate index is for when knowledge grows large).
+ * Each side contributes its best `CANDIDATES`; reciprocal rank fusion
+ * (fusion.ts) orders the union.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect, Layer } from "effect"
+import { Retrieval, type Source } from "../../services/Retrieval.ts"
+import { cosine, fuse } from "./fusion.ts"
+
+/** How many chunks each ranking hands to the fusion. */
+const CANDIDATES = 50
+
+interface ChunkRow {
+  readonly id: string
+  readonly document_id: string
+  readonly title: string
+  readonly text: string
+}
+
+export const RetrievalPg = Layer.effect(
+  Retrieval,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    const lexical = (agentId: string, query: string) =>
+      sql<ChunkRow>`
+        WITH q AS (
+          SELECT to_tsquery('simple', string_agg(quote_literal(lexeme), ' | ')) AS query
+          FROM unnest(to_tsvector('english', ${query}))
+        )
+        SELECT c.id, c.document_id, d.title, c.text
+        FROM agent_chunks c JOIN agent_documents d ON d.id = c.document_id, q
+        WHERE c.agent_id = ${agentId} AND c.search @@ q.query
+        ORDER BY ts_rank(c.search, q.query, 1) DESC, c.id
+        LIMIT ${CANDIDATES}`
+
+    const semantic = (agentId: string, embedding: ReadonlyArray<number>) =>
+      Effect.map(
+        sql<ChunkRow & { readonly embedding: ReadonlyArray<number> }>`
+          SELECT c.id, c.document_id, d.title, c.text, c.embedding
+          FROM agent_chunks c JOIN agent_documents d ON d.id = c.document_id
+          WHERE c.agent_id = ${agentId}`,
+        (rows) =>
+          rows
+            .map((row) => ({ row, similarity: cosine(embedding, row.embedding) }))
+            .sort((a, b) => b.similarity - a.similarity || (a.row.id < b.row.id ? -1 : 1))
+            .slice(0, CANDIDATES)
+            .map(({ row }) => row)
+      )
+
+    return Retrieval.of({
+      search: (agentId, query, queryEmbedding, k) =>
+        Effect.gen(function*() {
+          const [byWords, byMeaning] = yield* Effect.all([lexical(agentId, query), semantic(agentId, queryEmbedding)])
+          const rows = new Map<string, ChunkRow>()
+          for (const row of [...byWords, ...byMeaning]) rows.set(row.id, row)
+          return fuse([byWords.map((row) => row.id), byMeaning.map((row) => row.id)])
+            .slice(0, k)
+            .map(({ id, score }): Source => {
+              const row = rows.get(id)!
+              return { documentId: row.document_id, chunkId: row.id, title: row.title, text: row.text, score }
+            })
+        }).pipe(Effect.orDie)
+    })
+  })
+)

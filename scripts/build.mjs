@@ -1,0 +1,47 @@
+/**
+ * `npm run build` (also run by `npm install` through `prepare`): bundles the
+ * server and the operator CLI into plain JavaScript under dist/, so they
+ * start with `node` alone, without compiling TypeScript on every run.
+ * `--if-stale` (before `npm start` and `npm run svc`) builds only when a
+ * source file is newer than the bundle, so an edited checkout never runs old
+ * code and an unchanged one starts at once.
+ */
+import { build } from "esbuild"
+import { chmodSync, existsSync, readdirSync, statSync } from "node:fs"
+import { join } from "node:path"
+
+const entries = { main: "src/main.ts", cli: "src/cli.ts" }
+const sources = ["src", "layers", "services", "plugins", "package.json", "scripts/build.mjs"]
+
+const newest = (path) => {
+  const stat = statSync(path)
+  if (!stat.isDirectory()) return stat.mtimeMs
+  return Math.max(0, ...readdirSync(path).map((name) => newest(join(path, name))))
+}
+
+const stale = () => {
+  const outputs = Object.keys(entries).map((name) => `dist/${name}.js`)
+  if (!outputs.every((file) => existsSync(file))) return true
+  const built = Math.min(...outputs.map((file) => statSync(file).mtimeMs))
+  return sources.some((path) => existsSync(path) && newest(path) > built)
+}
+
+if (!process.argv.includes("--if-stale") || stale()) {
+  await build({
+    entryPoints: entries,
+    outdir: "dist",
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    // PGlite loads its WebAssembly and data files next to its own module; optional native addons stay optional.
+    external: ["@electric-sql/pglite", "pg-native", "bufferutil", "utf-8-validate"],
+    // Bundled CommonJS packages call require(); an ES module has none of its own.
+    banner: { js: '#!/usr/bin/env node\nimport { createRequire as svcCreateRequire } from "node:module"\nconst require = svcCreateRequire(import.meta.url)' },
+    minify: true,
+    sourcemap: true,
+    logLevel: "warning"
+  })
+  // Both are commands: `./dist/cli.js` and `npx svc` run them directly.
+  for (const name of Object.keys(entries)) chmodSync(`dist/${name}.js`, 0o755)
+}

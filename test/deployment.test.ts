@@ -1,0 +1,144 @@
+/**
+ * The deployment files, read as Docker would: the Dockerfile builds dist/
+ * from sources that exist and runs it as a non-root user on 0.0.0.0 with a
+ * liveness HEALTHCHECK, beside the one package the bundle loads (the bundle
+ * is started here with that package alone); compose.yaml runs PostgreSQL (healthchecked) and two
+ * gateway replicas on it with one operator key, started only once the
+ * database is healthy, with a stop timeout above the drain. The image itself
+ * is built only where a Docker daemon answers (this machine has only the
+ * client); the command it runs is started without Docker by
+ * test/serverProcess.test.ts.
+ */
+import { execFileSync, spawn } from "node:child_process"
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join, resolve } from "node:path"
+import { parse } from "yaml"
+import { describe, expect, it } from "vitest"
+import { freePort } from "./support/gatewayProcess.ts"
+
+/** Dockerfile instructions as [KEYWORD, arguments], continuation lines joined, comments dropped. */
+const instructions = (text: string): Array<[string, string]> =>
+  text
+    .replace(/\\\n/g, " ")
+    .split("\n")
+    .map((line) => line.trim())
+    .filter((line) => line !== "" && !line.startsWith("#"))
+    .map((line) => {
+      const [keyword, ...rest] = line.split(/\s+/)
+      return [keyword!.toUpperCase(), rest.join(" ")]
+    })
+
+const dockerfile = instructions(readFileSync("Dockerfile", "utf8"))
+/** The instructions of the last stage: what the image runs. */
+const finalStage = dockerfile.slice(dockerfile.map(([keyword]) => keyword).lastIndexOf("FROM"))
+const ofFinal = (keyword: string) => finalStage.filter(([name]) => name === keyword).map(([, args]) => args)
+
+const dockerAvailable = (() => {
+  try {
+    execFileSync("docker", ["info"], { stdio: "ignore", timeout: 10_000 })
+    return true
+  } catch {
+    return false
+  }
+})()
+
+describe("Dockerfile", () => {
+  it("builds on node:20-slim and runs the bundle with node as an unprivileged user", () => {
+    expect(dockerfile.filter(([keyword]) => keyword === "FROM").every(([, image]) => image.startsWith("node:20-slim"))).toBe(true)
+    expect(ofFinal("USER")).toEqual(["node"])
+    expect(JSON.parse(ofFinal("CMD")[0]!)).toEqual(["node", "--enable-source-maps", "dist/main.js"])
+    expect(ofFinal("ENV").join(" ")).toMatch(/HOST=0\.0\.0\.0/)
+    expect(ofFinal("EXPOSE")).toEqual(["8080"])
+    expect(ofFinal("STOPSIGNAL")).toEqual(["SIGTERM"])
+  })
+
+  it("checks liveness on /healthz with node itself (slim has no curl)", () => {
+    const [check] = ofFinal("HEALTHCHECK")
+    expect(check).toMatch(/CMD \["node", "-e", .*\/healthz/)
+    expect(check).not.toMatch(/curl|wget/)
+  })
+
+  it("copies into the build only files that exist, and into the image only the bundle and its packages", () => {
+    const copies = dockerfile.filter(([keyword]) => keyword === "COPY")
+    for (const [, args] of copies.filter(([, args]) => !args.startsWith("--from"))) {
+      const sources = args.split(/\s+/).slice(0, -1)
+      for (const source of sources) expect(existsSync(source), source).toBe(true)
+    }
+    expect(ofFinal("COPY").map((args) => args.split(/\s+/)[1])).toEqual([
+      "/app/package.json",
+      "/app/node_modules/@electric-sql/pglite",
+      "/app/dist"
+    ])
+    expect(dockerfile.some(([keyword, args]) => keyword === "RUN" && args === "npm run build")).toBe(true)
+  })
+
+  it("copies all the bundle needs: it serves with no other package than PGlite beside it", async () => {
+    // What the image holds, laid out in a directory: dist/ and node_modules/@electric-sql/pglite.
+    const image = mkdtempSync(join(tmpdir(), "svc-image-"))
+    cpSync("dist", join(image, "dist"), { recursive: true })
+    mkdirSync(join(image, "node_modules/@electric-sql"), { recursive: true })
+    symlinkSync(resolve("node_modules/@electric-sql/pglite"), join(image, "node_modules/@electric-sql/pglite"))
+    writeFileSync(join(image, "package.json"), readFileSync("package.json"))
+    const port = await freePort()
+    const server = spawn(process.execPath, ["dist/main.js"], {
+      cwd: image,
+      env: { PATH: process.env.PATH, HOST: "127.0.0.1", PORT: String(port), SVC_DATA_DIR: join(image, "data"), SVC_ADMIN_KEY: "k" },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let output = ""
+    server.stdout.on("data", (chunk) => output += chunk)
+    server.stderr.on("data", (chunk) => output += chunk)
+    try {
+      const deadline = Date.now() + 90_000
+      let ready = 0
+      while (ready !== 200) {
+        if (Date.now() > deadline || server.exitCode !== null) throw new Error(`the bundle did not serve:\n${output}`)
+        ready = await fetch(`http://127.0.0.1:${port}/readyz`).then((answer) => answer.status, () => 0)
+        if (ready !== 200) await new Promise<void>((wake) => setTimeout(wake, 200))
+      }
+    } finally {
+      server.kill("SIGTERM")
+      await new Promise<void>((exited) => server.exitCode !== null ? exited() : server.once("exit", () => exited()))
+      rmSync(image, { recursive: true, force: true })
+    }
+    expect(server.exitCode).toBe(0)
+  }, 120_000)
+
+  it("keeps local state and dependencies out of the build context", () => {
+    const ignored = readFileSync(".dockerignore", "utf8").split("\n").map((line) => line.trim())
+    for (const entry of ["node_modules", ".svc-data", "dist", ".git"]) expect(ignored).toContain(entry)
+  })
+
+  it.skipIf(!dockerAvailable)("builds the image (skipped: no Docker daemon answers on this machine)", () => {
+    execFileSync("docker", ["build", "-q", "-t", "svc-gateway:test", "."], { stdio: "ignore", timeout: 600_000 })
+  }, 600_000)
+})
+
+describe("compose.yaml", () => {
+  // Merge keys (`<<: *gateway`) as Docker Compose reads them.
+  const compose = parse(readFileSync("compose.yaml", "utf8"), { merge: true })
+  const gateways = Object.entries<any>(compose.services).filter(([name]) => name !== "postgres")
+
+  it("runs PostgreSQL with a healthcheck and a volume", () => {
+    const postgres = compose.services.postgres
+    expect(postgres.image).toMatch(/^postgres:1[5-9]/)
+    expect(postgres.healthcheck.test.join(" ")).toContain("pg_isready")
+    expect(postgres.volumes[0]).toMatch(/:\/var\/lib\/postgresql\/data$/)
+  })
+
+  it("runs two gateway replicas from the Dockerfile on that database, each on its own port, with one operator key", () => {
+    expect(gateways).toHaveLength(2)
+    const ports = new Set<string>()
+    for (const [, gateway] of gateways) {
+      expect(gateway.build).toBe(".")
+      const { hostname, port } = new URL(gateway.environment.DATABASE_URL)
+      expect([hostname, port]).toEqual(["postgres", "5432"])
+      expect(gateway.environment.SVC_ADMIN_KEY).toMatch(/^\$\{SVC_ADMIN_KEY:\?.+\}$/)
+      expect(gateway.depends_on.postgres.condition).toBe("service_healthy")
+      expect(Number.parseInt(gateway.stop_grace_period, 10)).toBeGreaterThan(25)
+      for (const mapping of gateway.ports) ports.add(mapping.split(":").slice(0, -1).join(":"))
+    }
+    expect(ports.size).toBe(2)
+  })
+})
