@@ -73,14 +73,20 @@ export class Billing extends Context.Tag("svc/Billing")<Billing, {
    * Settles the hold: the receipt of the call, charging what it cost (even above the hold), or,
    * when the ledger cannot be written now, the settlement kept in the journal. A usage the
    * upstream reported that is not a sane token count is billed as `estimated` instead, with a
-   * `provider.usage_invalid` event. A hold that already ended is a defect.
+   * `provider.usage_invalid` event. A hold that already ended is a defect. `recordAfter` is what
+   * else the call's end writes (its transcript): it runs before the hold counts as ended, so
+   * `drained` waits for it too.
    */
-  readonly settle: (hold: Hold, call: ServedCall) => Effect.Effect<Settlement>
+  readonly settle: (
+    hold: Hold,
+    call: ServedCall,
+    recordAfter?: (settlement: Settlement) => Effect.Effect<void>
+  ) => Effect.Effect<Settlement>
   /** Releases the hold without charging (the call failed). A hold that already ended is left as it is. */
   readonly release: (hold: Hold) => Effect.Effect<void>
   /**
    * Waits until every hold taken so far has ended and its settlement or release is written (or
-   * kept in the journal): at shutdown, so that the database closes only after the calls that were
+   * kept in the journal), with what `settle` was asked to record after it: at shutdown, so that the database closes only after the calls that were
    * cut have been billed.
    */
   readonly drained: Effect.Effect<void>

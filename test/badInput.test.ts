@@ -23,7 +23,7 @@ afterAll(() => gateway?.close())
 
 /** Everything the gateway stores, in a comparable form. */
 const snapshot = async () => {
-  const tables = ["accounts", "api_keys", "ledger_entries", "events"]
+  const tables = ["accounts", "api_keys", "ledger_entries", "reservations", "receipts", "events"]
   const out: Record<string, unknown> = {}
   for (const table of tables) out[table] = await gateway.query(`SELECT * FROM ${table} ORDER BY id`)
   return JSON.stringify(out)
@@ -58,6 +58,15 @@ describe("bad input changes nothing", () => {
     ["empty messages", () => chat({ model: "svc/pro", messages: [] }), 400, "invalid_request", "messages"],
     ["unknown model", () => chat({ ...hello, model: "svc/nope" }), 400, "invalid_request", "model"],
     ["a model that does not chat", () => chat({ ...hello, model: "svc/embed" }), 400, "invalid_request", "model"],
+    // No route could express these; refused before a hold, not after every route declined.
+    ["tool_choice naming a function not in tools", () =>
+      chat({
+        ...hello,
+        model: "auto",
+        tools: [{ type: "function", function: { name: "f" } }],
+        tool_choice: { type: "function", function: { name: "g" } }
+      }), 400, "invalid_request", "tool_choice"],
+    ["tool_choice required without tools", () => chat({ ...hello, tool_choice: "required" }), 400, "invalid_request", "tool_choice"],
     ["messages of the wrong type", () => chat({ model: "svc/pro", messages: "hi" }), 400, "invalid_request", "messages"],
     ["temperature of the wrong type", () => chat({ ...hello, temperature: "hot" }), 400, "invalid_request", "temperature"],
     ["an unknown role", () => chat({ model: "svc/pro", messages: [{ role: "robot", content: "x" }] }), 400, "invalid_request"],

@@ -6,7 +6,7 @@
  * while a hold is open its lease is renewed (the heartbeat), and only then.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, Layer, Scope, TestClock } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer, Option, Scope, TestClock } from "effect"
 import { BillingLive } from "../layers/billing/BillingLive.ts"
 import { SettlementJournalMemory } from "../layers/billing/SettlementJournalMemory.ts"
 import { PricingLive } from "../layers/billing/PricingLive.ts"
@@ -182,6 +182,34 @@ describe("billing stage", () => {
         yield* billing.withHold(principal, 1n, () => TestClock.adjust("25 seconds"))
         yield* TestClock.adjust("60 seconds")
         expect(ledger.log.slice(beats)).toEqual(["reserve rcpt_2", "renew rcpt_2", "renew rcpt_2", "release rcpt_2"])
+      })
+    )
+  })
+
+  it.effect("drained waits for a settlement and for what it records after (the transcript)", () => {
+    const ledger = recordingLedger()
+    return withBilling(
+      ledger,
+      Effect.gen(function*() {
+        const billing = yield* Billing
+        const reached = yield* Deferred.make<void>()
+        const gate = yield* Deferred.make<void>()
+        const recorded: Array<string> = []
+        const recordAfter = (settlement: { readonly id: string }) =>
+          Deferred.succeed(reached, undefined).pipe(
+            Effect.zipRight(Deferred.await(gate)),
+            Effect.zipRight(Effect.sync(() => void recorded.push(settlement.id)))
+          )
+        const call = yield* Effect.fork(billing.withHold(principal, usd(0.01), (hold) => billing.settle(hold, served, recordAfter)))
+        yield* Deferred.await(reached)
+        const drained = yield* Effect.fork(billing.drained)
+        yield* TestClock.adjust("1 second")
+        expect(yield* Fiber.poll(drained)).toEqual(Option.none())
+        yield* Deferred.succeed(gate, undefined)
+        yield* TestClock.adjust("1 second")
+        yield* Fiber.join(drained)
+        expect(recorded).toEqual(["rcpt_1"])
+        yield* Fiber.join(call)
       })
     )
   })

@@ -154,7 +154,11 @@ describe("fuzz", () => {
         checked++
         const after = await fingerprint()
         if (after !== before) {
-          throw new Error(`refused requests wrote: ${batchCases.map((c, i) => `${c.label} → ${answers[i]!.status}`).join(", ")}`)
+          const [was, now] = [JSON.parse(before)[0], JSON.parse(after)[0]]
+          const changed = Object.keys(now).filter((table) => now[table] !== was[table])
+          throw new Error(
+            `refused requests wrote ${changed.join(", ")}: ${batchCases.map((c, i) => `${c.label} → ${answers[i]!.status}`).join(", ")}`
+          )
         }
       }),
       settings((TOTAL * 0.2) / batch)

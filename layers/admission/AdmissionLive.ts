@@ -14,6 +14,7 @@ import { PrivacyPolicy } from "../../services/PrivacyPolicy.ts"
 import { RateLimiter } from "../../services/RateLimiter.ts"
 import { SealedPrompts } from "../../services/SealedPrompts.ts"
 import { withOpenMessages } from "./requestMessages.ts"
+import { checkToolChoice } from "./requestTools.ts"
 
 export const AdmissionLive = Layer.effect(
   Admission,
@@ -26,6 +27,7 @@ export const AdmissionLive = Layer.effect(
       chat: (sent, principal) =>
         Effect.gen(function*() {
           const request = yield* withOpenMessages(sealedPrompts, sent)
+          yield* checkToolChoice(request)
           const privacy = yield* privacyPolicy.ask(request)
           const inputTokens = yield* pricing.countInputFairly(request)
           const rateLimit = yield* limiter.admit(principal, inputTokens + (requestedMaxTokens(request) ?? 0))

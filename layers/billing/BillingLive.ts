@@ -138,7 +138,7 @@ export const BillingLive = Layer.effect(
       // Without a scope object: cheaper for a call whose hold ends inside `use`.
       withHold: (principal, amount, use) =>
         Effect.acquireUseRelease(reserve(principal, amount), use, (hold) => release(hold)),
-      settle: (held, call) =>
+      settle: (held, call, recordAfter) =>
         Effect.suspend(() => {
           if (!end(held)) return Effect.dieMessage(`hold ${held.id} settled after it ended`)
           return Effect.flatMap(checkedBill(call), (bill) =>
@@ -146,7 +146,10 @@ export const BillingLive = Layer.effect(
               Effect.catchAllCause((cause) =>
                 Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : kept(held.reservation, bill, cause)
               )
-            )).pipe(Effect.ensuring(finished))
+            )).pipe(
+              Effect.tap((settlement) => recordAfter?.(settlement) ?? Effect.void),
+              Effect.ensuring(finished)
+            )
         }),
       release,
       drained

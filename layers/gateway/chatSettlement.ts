@@ -113,20 +113,18 @@ export const settleChat = (
     privacyClass: route.privacy.served,
     events: services.recorder.receiptEvents(route, served.attempts),
     ...(verdict !== undefined ? { attestationVerdicts: [verdict] } : {})
-  }).pipe(
-    Effect.tap(() => admitted.rateLimit?.settle(served.usage.inputTokens + served.usage.outputTokens) ?? Effect.void),
-    Effect.tap((receipt) =>
-      isPending(receipt) ? Effect.void : services.transcripts.keep({
-        receiptId: receipt.id,
-        accountId: receipt.accountId,
-        servedClass: route.privacy.served,
-        messages: admitted.request.messages,
-        completion: served.completion
-      }).pipe(
-        Effect.catchAllCause((cause) =>
-          isDatabaseOutage(cause) ? Effect.void : Effect.logError("transcript not kept", cause)
-        )
+  }, (receipt) =>
+    isPending(receipt) ? Effect.void : services.transcripts.keep({
+      receiptId: receipt.id,
+      accountId: receipt.accountId,
+      servedClass: route.privacy.served,
+      messages: admitted.request.messages,
+      completion: served.completion
+    }).pipe(
+      Effect.catchAllCause((cause) =>
+        isDatabaseOutage(cause) ? Effect.void : Effect.logError("transcript not kept", cause)
       )
-    )
+    )).pipe(
+    Effect.tap(() => admitted.rateLimit?.settle(served.usage.inputTokens + served.usage.outputTokens) ?? Effect.void)
   )
 }
