@@ -12,7 +12,7 @@ import type { InsufficientFunds } from "./ApiError.ts"
 import type { Principal } from "./ApiKeys.ts"
 import type { Deployment, Model } from "./Catalogue.ts"
 import type { PrivacyClass } from "./Config.ts"
-import type { Attempt, CallEvent, Receipt, Reservation } from "./Ledger.ts"
+import type { Attempt, CallEvent, LineItem, Receipt, Reservation } from "./Ledger.ts"
 import type { Nanos } from "./Money.ts"
 import type { Estimate, TokenUsage } from "./Pricing.ts"
 
@@ -39,6 +39,11 @@ export interface ServedCall {
   readonly privacyClass: PrivacyClass
   readonly events?: ReadonlyArray<CallEvent>
   readonly attestationVerdicts?: ReadonlyArray<string>
+  /**
+   * Steps of the same call billed before its model call, already costed (an agent run's query
+   * embedding): the receipt lists them with the generation as line items, and charges their sum.
+   */
+  readonly before?: ReadonlyArray<LineItem>
 }
 
 /**

@@ -49,6 +49,17 @@ export interface CallEvent {
   readonly data: Readonly<Record<string, unknown>>
 }
 
+/**
+ * One billable step of a call that has several (an agent run: the query's embedding, then the
+ * generation): what it used and what it cost. The bill's cost is their sum.
+ */
+export interface LineItem {
+  readonly step: "query_embedding" | "generation"
+  readonly model: string
+  readonly usage: TokenUsage
+  readonly cost: Cost
+}
+
 /** What a finished call is billed for. */
 export interface Bill {
   readonly endpoint: string
@@ -65,6 +76,8 @@ export interface Bill {
   readonly events?: ReadonlyArray<CallEvent>
   /** Confidential calls: the attestation verdicts the call was served under. */
   readonly attestationVerdicts?: ReadonlyArray<string>
+  /** A call of several billable steps: each of them, in order (`cost` is their sum; `model` and `usage` the generation's). */
+  readonly lineItems?: ReadonlyArray<LineItem>
 }
 
 /** The settled record of one call: its bill as charged, without operator-only facts. */
@@ -129,5 +142,6 @@ export const receiptOf = (
   settledAt: settled.settledAt,
   balanceAfter: settled.balanceAfter,
   attempts: bill.attempts,
-  ...(bill.attestationVerdicts !== undefined ? { attestationVerdicts: bill.attestationVerdicts } : {})
+  ...(bill.attestationVerdicts !== undefined ? { attestationVerdicts: bill.attestationVerdicts } : {}),
+  ...(bill.lineItems !== undefined ? { lineItems: bill.lineItems } : {})
 })

@@ -21,6 +21,14 @@ export interface Cost {
   readonly total: Nanos
 }
 
+/** The cost of several steps of one call together. */
+export const sumOfCosts = (costs: ReadonlyArray<Cost>): Cost =>
+  costs.reduce((sum, cost) => ({
+    upstream: sum.upstream + cost.upstream,
+    margin: sum.margin + cost.margin,
+    total: sum.total + cost.total
+  }), { upstream: 0n, margin: 0n, total: 0n })
+
 export interface Estimate extends TokenUsage {
   /** What the customer would pay for that usage: the amount reserved before the call. */
   readonly total: Nanos

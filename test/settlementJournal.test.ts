@@ -80,6 +80,19 @@ describe("journal lines", () => {
     expect(decodeLine(line)).toEqual({ reservation, bill })
     expect(decodeLine(line.slice(0, 40))).toBeUndefined()
   })
+
+  vitest("keep a run's line items with their money exact", () => {
+    const reservation = { id: "rcpt_2", accountId: "acct_1", requestId: "req_2", amount: 10n, reservedAt: new Date("2026-01-02T03:04:05.678Z") }
+    const cost = (total: bigint) => ({ upstream: 1n, margin: total - 1n, total })
+    const bill = {
+      ...billFor("0.000000007", "0.000000003"),
+      lineItems: [
+        { step: "query_embedding" as const, model: "svc/embed", usage: { inputTokens: 3, outputTokens: 0 }, cost: cost(2n) },
+        { step: "generation" as const, model: "svc/swift", usage: { inputTokens: 30, outputTokens: 4 }, cost: cost(98765432109876543210n) }
+      ]
+    }
+    expect(decodeLine(encodeLine({ reservation, bill }))).toEqual({ reservation, bill })
+  })
 })
 
 layer(memoryMoney.layer)("settlement journal over the in-memory ledger", (it) => {

@@ -23,7 +23,7 @@ import { DatabaseStatus } from "../../services/DatabaseStatus.ts"
 import { Ids } from "../../services/Ids.ts"
 import { type Bill, Ledger, receiptOf, type Reservation } from "../../services/Ledger.ts"
 import type { Nanos } from "../../services/Money.ts"
-import { Pricing } from "../../services/Pricing.ts"
+import { Pricing, sumOfCosts } from "../../services/Pricing.ts"
 import { billableUsage } from "./usageCheck.ts"
 import { SettlementJournal } from "../../services/SettlementJournal.ts"
 
@@ -89,14 +89,21 @@ export const BillingLive = Layer.effect(
     const release = (hold: Hold) =>
       Effect.suspend(() => (end(hold) ? Effect.ensuring(ledger.release(hold.reservation), finished) : Effect.void))
 
-    const billOf = (call: ServedCall, usage: ServedCall["usage"], invalid: Bill["events"]): Bill => ({
+    const billOf = (call: ServedCall, usage: ServedCall["usage"], invalid: Bill["events"]): Bill => {
+      const cost = pricing.cost(call.model, call.deployment, usage)
+      if (call.before === undefined) return billOfCost(call, usage, invalid, cost)
+      const lineItems = [...call.before, { step: "generation" as const, model: call.model.id, usage, cost }]
+      return { ...billOfCost(call, usage, invalid, sumOfCosts(lineItems.map((item) => item.cost))), lineItems }
+    }
+
+    const billOfCost = (call: ServedCall, usage: ServedCall["usage"], invalid: Bill["events"], cost: Bill["cost"]): Bill => ({
       endpoint: call.endpoint,
       model: call.model.id,
       tier: call.model.tier,
       privacyClass: call.privacyClass,
       usage,
       price: call.model.pricing,
-      cost: pricing.cost(call.model, call.deployment, usage),
+      cost,
       attempts: call.attempts,
       providerId: call.deployment.provider.id,
       events: [...(call.events ?? []), ...(invalid ?? [])],

@@ -5,6 +5,7 @@
  * does not parse (a write cut short by a crash) is skipped by the reader.
  */
 import type { Bill, Reservation } from "../../services/Ledger.ts"
+import type { Cost } from "../../services/Pricing.ts"
 import type { KeptSettlement } from "../../services/SettlementJournal.ts"
 
 /** Format version of a line; a reader refuses lines of another version. */
@@ -23,9 +24,13 @@ export const encodeLine = ({ bill, reservation }: KeptSettlement): string =>
     bill: {
       ...bill,
       price: { input: nanos(bill.price.input), output: bill.price.output === undefined ? null : nanos(bill.price.output) },
-      cost: { upstream: nanos(bill.cost.upstream), margin: nanos(bill.cost.margin), total: nanos(bill.cost.total) }
+      cost: costNanos(bill.cost),
+      ...(bill.lineItems !== undefined ? { lineItems: bill.lineItems.map((item) => ({ ...item, cost: costNanos(item.cost) })) } : {})
     }
   }) + "\n"
+
+const costNanos = (cost: Cost) => ({ upstream: nanos(cost.upstream), margin: nanos(cost.margin), total: nanos(cost.total) })
+const costOf = (cost: any): Cost => ({ upstream: bigintOf(cost.upstream), margin: bigintOf(cost.margin), total: bigintOf(cost.total) })
 
 /** The settlement of a line, or undefined for a line that is torn, empty or of another version. */
 export const decodeLine = (line: string): KeptSettlement | undefined => {
@@ -43,7 +48,10 @@ export const decodeLine = (line: string): KeptSettlement | undefined => {
     const bill: Bill = {
       ...parsed.bill,
       price: { input: bigintOf(price.input), output: price.output === null ? undefined : bigintOf(price.output) },
-      cost: { upstream: bigintOf(cost.upstream), margin: bigintOf(cost.margin), total: bigintOf(cost.total) }
+      cost: costOf(cost),
+      ...(Array.isArray(parsed.bill.lineItems)
+        ? { lineItems: parsed.bill.lineItems.map((item: any) => ({ ...item, cost: costOf(item.cost) })) }
+        : {})
     }
     return { reservation, bill }
   } catch {

@@ -4,8 +4,8 @@
  */
 import type { Tier } from "../../services/Catalogue.ts"
 import type { PrivacyClass } from "../../services/Config.ts"
-import { type Attempt, type Bill, type Receipt, receiptOf, type Reservation } from "../../services/Ledger.ts"
-import { fromNumericColumn, type Nanos } from "../../services/Money.ts"
+import { type Attempt, type Bill, type LineItem, type Receipt, receiptOf, type Reservation } from "../../services/Ledger.ts"
+import { formatUsd, fromNumericColumn, type Nanos } from "../../services/Money.ts"
 
 export interface ReceiptRow {
   readonly id: string
@@ -28,6 +28,7 @@ export interface ReceiptRow {
   readonly balance_after_usd: string
   readonly attempts: ReadonlyArray<Attempt>
   readonly attestation_verdicts: ReadonlyArray<string> | null
+  readonly line_items: ReadonlyArray<LineItemColumn> | null
   readonly created_at: Date
 }
 
@@ -53,7 +54,36 @@ export const toReceipt = (row: ReceiptRow): Receipt => ({
   settledAt: row.settled_at,
   balanceAfter: money(row.balance_after_usd),
   attempts: row.attempts,
-  ...(row.attestation_verdicts !== null ? { attestationVerdicts: row.attestation_verdicts } : {})
+  ...(row.attestation_verdicts !== null ? { attestationVerdicts: row.attestation_verdicts } : {}),
+  ...(row.line_items !== null ? { lineItems: row.line_items.map(fromLineItemColumn) } : {})
+})
+
+/** A line item as the `line_items` column keeps it: its amounts as decimal dollars. */
+export interface LineItemColumn {
+  readonly step: LineItem["step"]
+  readonly model: string
+  readonly input_tokens: number
+  readonly output_tokens: number
+  readonly upstream_usd: string
+  readonly margin_usd: string
+  readonly total_usd: string
+}
+
+export const lineItemColumn = (item: LineItem): LineItemColumn => ({
+  step: item.step,
+  model: item.model,
+  input_tokens: item.usage.inputTokens,
+  output_tokens: item.usage.outputTokens,
+  upstream_usd: formatUsd(item.cost.upstream),
+  margin_usd: formatUsd(item.cost.margin),
+  total_usd: formatUsd(item.cost.total)
+})
+
+const fromLineItemColumn = (column: LineItemColumn): LineItem => ({
+  step: column.step,
+  model: column.model,
+  usage: { inputTokens: column.input_tokens, outputTokens: column.output_tokens },
+  cost: { upstream: money(column.upstream_usd), margin: money(column.margin_usd), total: money(column.total_usd) }
 })
 
 /** What a settlement statement answers per call; the rest of the receipt is the bill. */

@@ -12,7 +12,7 @@
  * own (catalogue `dimensions`). Billed for the tokens the upstream reported,
  * else for our count; the call has the chat path's deadlines.
  */
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer } from "effect"
 import { Admission } from "../../services/Admission.ts"
 import { InvalidRequest } from "../../services/ApiError.ts"
 import { Billing } from "../../services/Billing.ts"
@@ -21,12 +21,7 @@ import { AppConfig } from "../../services/Config.ts"
 import { type EmbeddingsResponse, MAX_EMBEDDING_REQUEST_TOKENS, toBase64 } from "../../services/Embeddings.ts"
 import { EmbeddingsGateway } from "../../services/EmbeddingsGateway.ts"
 import { Pricing } from "../../services/Pricing.ts"
-import { callDeadline, withinAttempt } from "../upstream/deadline.ts"
-import { toApiError } from "../upstream/upstreamErrors.ts"
-import { quote } from "../../services/quote.ts"
-
-const unknownModel = (id: string) =>
-  new InvalidRequest({ message: `Unknown model "${quote(id)}"; GET /v1/models lists the models you can use.`, param: "model" })
+import { callEmbedding, embeddingTarget } from "./embeddingCall.ts"
 
 export const EmbeddingsGatewayLive = Layer.effect(
   EmbeddingsGateway,
@@ -41,13 +36,8 @@ export const EmbeddingsGatewayLive = Layer.effect(
       embed: (sent, principal) =>
         Effect.gen(function*() {
           const { inputTokens: counts, inputs, rateLimit, request } = yield* admission.embeddings(sent, principal)
-          const model = yield* Option.match(catalogue.get(request.model), {
-            onNone: () => Effect.fail(unknownModel(request.model)),
-            onSome: Effect.succeed
-          })
-          if (!model.capabilities.includes("embeddings")) {
-            return yield* new InvalidRequest({ message: `${model.id} does not serve embeddings.`, param: "model" })
-          }
+          const target = yield* embeddingTarget(catalogue, request.model)
+          const { deployment, model } = target
           if (request.dimensions !== undefined && model.dimensions !== undefined && request.dimensions > model.dimensions) {
             return yield* new InvalidRequest({
               message: `${model.id} makes vectors of at most ${model.dimensions} dimensions.`,
@@ -68,20 +58,13 @@ export const EmbeddingsGatewayLive = Layer.effect(
               param: "input"
             })
           }
-          const deployment = catalogue.deployments(model.id)[0]
-          const embed = deployment?.adapter.embed
-          if (deployment === undefined || embed === undefined) {
-            return yield* new InvalidRequest({ message: `${model.id} cannot serve embeddings now.`, param: "model" })
-          }
           const estimate = { inputTokens, outputTokens: 0 }
           return yield* billing.withHold(principal, pricing.amount(model.pricing, estimate), (hold) => Effect.gen(function*() {
-            const started = performance.now()
-            const deadline = yield* callDeadline(deadlines)
-            const result = yield* withinAttempt(
-              embed({ input: inputs, dimensions: request.dimensions, user: request.user, upstreamModel: deployment.upstreamModel }),
-              deployment.provider.timeoutMs,
-              deadline
-            ).pipe(Effect.catchAll(toApiError(deployment)))
+            const { latencyMs, result } = yield* callEmbedding(
+              target,
+              { input: inputs, dimensions: request.dimensions, user: request.user },
+              deadlines
+            )
             // What the upstream counted, when it said; else ours.
             const promptTokens = result.promptTokens ?? inputTokens
             const receipt = yield* billing.settle(hold, {
@@ -93,7 +76,7 @@ export const EmbeddingsGatewayLive = Layer.effect(
               attempts: [{
                 model: model.id,
                 outcome: "ok",
-                latencyMs: Math.round(performance.now() - started),
+                latencyMs,
                 deployment: deployment.id
               }],
               privacyClass: "standard_route"

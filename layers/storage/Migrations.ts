@@ -14,6 +14,7 @@ import listOrder from "./migrations/0009_list_order.ts"
 import operatorKey from "./migrations/0010_operator_key.ts"
 import agents from "./migrations/0011_agents.ts"
 import conversations from "./migrations/0012_conversations.ts"
+import receiptLineItems from "./migrations/0013_receipt_line_items.ts"
 
 const MIGRATIONS: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_accounts_keys_ledger": accountsKeysLedger,
@@ -27,7 +28,8 @@ const MIGRATIONS: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClien
   "0009_list_order": listOrder,
   "0010_operator_key": operatorKey,
   "0011_agents": agents,
-  "0012_conversations": conversations
+  "0012_conversations": conversations,
+  "0013_receipt_line_items": receiptLineItems
 }
 
 /** The newest migration this build knows; `/readyz` is ready once the database has it. */

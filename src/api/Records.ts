@@ -136,7 +136,14 @@ export const ReceiptRecord = Schema.Struct({
     latency_ms: Schema.Int
   })),
   /** Confidential calls: the attestation verdicts the call was served under. */
-  attestation_verdict_ids: Schema.optional(Schema.Array(Schema.String))
+  attestation_verdict_ids: Schema.optional(Schema.Array(Schema.String)),
+  /** A call of several billable steps (an agent run): each step, in order; `cost` is their sum. */
+  line_items: Schema.optional(Schema.Array(Schema.Struct({
+    step: Schema.Literal("query_embedding", "generation"),
+    model: Schema.String,
+    usage: Schema.Struct({ input_tokens: Schema.Int, output_tokens: Schema.Int }),
+    cost: Schema.Struct({ upstream_usd: Usd, margin_usd: Usd, total_usd: Usd })
+  })))
 }).annotations({ identifier: "Receipt" })
 
 const Rate = Schema.Number.annotations({ description: "A fraction in [0, 1]" })

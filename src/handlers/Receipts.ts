@@ -41,7 +41,21 @@ export const toReceiptRecord = (receipt: Receipt): typeof ReceiptRecord.Type => 
     outcome: attempt.outcome,
     latency_ms: attempt.latencyMs
   })),
-  ...(receipt.attestationVerdicts !== undefined ? { attestation_verdict_ids: receipt.attestationVerdicts } : {})
+  ...(receipt.attestationVerdicts !== undefined ? { attestation_verdict_ids: receipt.attestationVerdicts } : {}),
+  ...(receipt.lineItems !== undefined
+    ? {
+      line_items: receipt.lineItems.map((item) => ({
+        step: item.step,
+        model: item.model,
+        usage: { input_tokens: item.usage.inputTokens, output_tokens: item.usage.outputTokens },
+        cost: {
+          upstream_usd: formatUsd(item.cost.upstream),
+          margin_usd: formatUsd(item.cost.margin),
+          total_usd: formatUsd(item.cost.total)
+        }
+      }))
+    }
+    : {})
 })
 
 export const ReceiptsHandlers = HttpApiBuilder.group(Api, "receipts", (handlers) =>
