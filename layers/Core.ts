@@ -11,6 +11,7 @@ import { AttestationVerifierPlugins } from "../plugins/attestation/index.ts"
 import { AccountsPg } from "./accounts/AccountsPg.ts"
 import { AgentPresetsLive } from "./agents/AgentPresetsLive.ts"
 import { AgentsPg } from "./agents/AgentsPg.ts"
+import { AgentRunsLive } from "./agents/AgentRunsLive.ts"
 import { ConversationsPg } from "./agents/ConversationsPg.ts"
 import { KnowledgeLive } from "./knowledge/KnowledgeLive.ts"
 import { RetrievalPg } from "./knowledge/RetrievalPg.ts"
@@ -41,7 +42,8 @@ import { TranscriptsPg } from "./privacy/TranscriptsPg.ts"
 const Storage = MigrationsLive.pipe(Layer.provideMerge(DatabaseLive))
 
 /** Agents and their knowledge, on the embeddings path and the catalogue. */
-const AgentServices = Layer.mergeAll(KnowledgeLive, AgentPresetsLive, RetrievalPg, ConversationsPg).pipe(
+const AgentServices = AgentRunsLive.pipe(
+  Layer.provideMerge(Layer.mergeAll(KnowledgeLive, AgentPresetsLive, RetrievalPg, ConversationsPg)),
   Layer.provideMerge(AgentsPg)
 )
 

@@ -199,7 +199,11 @@ export const Wire = {
   NotFound: onTheWire(404, "No such resource for this account", [NotFound]),
   Conflict: onTheWire(409, "The idempotency reference or key was used before with different content", [Conflict]),
   PayloadTooLarge: onTheWire(413, "The request body is over the configured limit", [PayloadTooLarge]),
-  RateLimited: onTheWire(429, "The key or account is over a rate limit; retry after the Retry-After seconds", [RateLimited]),
+  RateLimited: onTheWire(
+    429,
+    "The key or account is over a rate limit (retry after the Retry-After seconds), or the agent reached its conversation cap",
+    [RateLimited, ConversationLimitExceeded]
+  ),
   PrivacyClassUnavailable: onTheWire(
     422,
     "The requested privacy class cannot be earned by the model, and falling back to a lower class was not allowed",

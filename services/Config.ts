@@ -16,7 +16,9 @@ import {
   PositiveInt,
   retryDefaults,
   RetrySettings,
-  ShutdownSettings
+  ShutdownSettings,
+  AgentSettings,
+  LEGACY_AGENT_CHAT_SUNSET
 } from "./Settings.ts"
 
 export { DatabaseSettings, DeadlineSettings, HealthSettings, RetrySettings } from "./Settings.ts"
@@ -176,7 +178,8 @@ export const ConfigFile = Schema.Struct({
   database: Schema.optionalWith(DatabaseSettings, { default: () => databaseDefaults }),
   limits: Schema.optionalWith(LimitsConfig, { default: () => limitsDefaults }),
   cors: Schema.optionalWith(CorsSettings, { default: () => ({ origins: [] }) }),
-  shutdown: Schema.optionalWith(ShutdownSettings, { default: () => ({ drainSeconds: 25 }) })
+  shutdown: Schema.optionalWith(ShutdownSettings, { default: () => ({ drainSeconds: 25 }) }),
+  agents: Schema.optionalWith(AgentSettings, { default: () => ({ legacyChatSunset: LEGACY_AGENT_CHAT_SUNSET }) })
 })
 export type ConfigFile = typeof ConfigFile.Type
 

@@ -35,6 +35,8 @@ export class Conversations extends Context.Tag("svc/Conversations")<Conversation
   readonly get: (accountId: string, agentId: string, conversationId: string) => Effect.Effect<Conversation, NotFound>
   /** Appends turns after the last one, in order; their ids, as made here. */
   readonly append: (conversationId: string, turns: ReadonlyArray<NewTurn>) => Effect.Effect<ReadonlyArray<Turn>>
+  /** Deletes a conversation that has no turns (the run that started it failed), freeing its slot under the cap. */
+  readonly discard: (conversationId: string) => Effect.Effect<void>
   /** The last `limit` turns, oldest first. */
   readonly history: (conversationId: string, limit: number) => Effect.Effect<ReadonlyArray<Turn>>
 }>() {}

@@ -118,3 +118,16 @@ export const CorsSettings = Schema.Struct({
 export const ShutdownSettings = Schema.Struct({
   drainSeconds: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 3600)), { default: () => 25 })
 })
+
+/** The date the deprecated `POST /v1/agents/{agentId}/chat` stops working, unless the config says otherwise. */
+export const LEGACY_AGENT_CHAT_SUNSET = "Wed, 30 Jun 2027 00:00:00 GMT"
+
+/** An IMF-fixdate (RFC 9110), as the `Sunset` header carries it. */
+const HttpDate = Schema.String.pipe(
+  Schema.filter((text) => !Number.isNaN(Date.parse(text)) && new Date(text).toUTCString() === text || "an HTTP-date such as \"Wed, 30 Jun 2027 00:00:00 GMT\"")
+)
+
+export const AgentSettings = Schema.Struct({
+  /** Sent as `Sunset` on the deprecated agent chat path. */
+  legacyChatSunset: Schema.optionalWith(HttpDate, { default: () => LEGACY_AGENT_CHAT_SUNSET })
+})

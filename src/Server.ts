@@ -11,6 +11,7 @@ import { AppConfig } from "../services/Config.ts"
 import { Ids } from "../services/Ids.ts"
 import { Api } from "./api/Api.ts"
 import { AdminHandlers } from "./handlers/Admin.ts"
+import { AgentRunsHandlers } from "./handlers/AgentRuns.ts"
 import { AgentsHandlers } from "./handlers/Agents.ts"
 import { ChatHandlers } from "./handlers/Chat.ts"
 import { EmbeddingsHandlers } from "./handlers/Embeddings.ts"
@@ -32,6 +33,7 @@ const ApiLive = HttpApiBuilder.api(Api).pipe(
     ResponsesHandlers,
     EmbeddingsHandlers,
     AgentsHandlers,
+    AgentRunsHandlers,
     ModelsHandlers,
     ReceiptsHandlers,
     ProvidersHandlers,

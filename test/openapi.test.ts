@@ -38,6 +38,8 @@ describe("openapi.json", () => {
       "/v1/admin/accounts/{id}/limits",
       "/v1/admin/keys/{id}",
       "/v1/agents",
+      "/v1/agents/runs",
+      "/v1/agents/{agentId}/chat",
       "/v1/agents/{id}",
       "/v1/agents/{id}/documents",
       "/v1/agents/{id}/documents/{documentId}",

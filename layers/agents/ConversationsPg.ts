@@ -8,11 +8,11 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
-import { ConversationLimitExceeded, NotFound } from "../../services/ApiError.ts"
+import { NotFound } from "../../services/ApiError.ts"
 import { type Conversation, Conversations, type Turn } from "../../services/Conversations.ts"
 import { Ids } from "../../services/Ids.ts"
 import { quote } from "../../services/quote.ts"
-import { agentNotFound } from "./agentRefusals.ts"
+import { agentNotFound, conversationCapReached } from "./agentRefusals.ts"
 
 interface ConversationRow {
   readonly id: string
@@ -57,12 +57,7 @@ export const ConversationsPg = Layer.effect(
             const [agent] = yield* sql<{ conversation_cap: number }>`
               SELECT conversation_cap FROM agents WHERE id = ${agentId} AND account_id = ${accountId}`
             if (agent === undefined) return yield* Effect.fail(agentNotFound(agentId))
-            return yield* Effect.fail(
-              new ConversationLimitExceeded({
-                message: `The agent has reached its cap of ${agent.conversation_cap} conversations; continue one with conversation_id.`,
-                param: "conversation_id"
-              })
-            )
+            return yield* Effect.fail(conversationCapReached(agent.conversation_cap))
           }
           const [row] = yield* sql<ConversationRow>`
             INSERT INTO agent_conversations (id, agent_id) VALUES (${ids.make("conv")}, ${agentId}) RETURNING *`
@@ -93,6 +88,19 @@ export const ConversationsPg = Layer.effect(
           }
           return written
         }).pipe(sql.withTransaction, Effect.orDie),
+
+      discard: (conversationId) =>
+        sql`
+          WITH gone AS (
+            DELETE FROM agent_conversations
+            WHERE id = ${conversationId}
+              AND NOT EXISTS (SELECT 1 FROM agent_turns WHERE conversation_id = ${conversationId})
+            RETURNING agent_id
+          )
+          UPDATE agents SET conversation_count = conversation_count - 1 FROM gone WHERE agents.id = gone.agent_id`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        ),
 
       history: (conversationId, limit) =>
         sql<TurnRow>`

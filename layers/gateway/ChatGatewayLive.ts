@@ -22,18 +22,11 @@ import { Pricing } from "../../services/Pricing.ts"
 import { PrivacyPolicy } from "../../services/PrivacyPolicy.ts"
 import { type Route, RoutePlanner } from "../../services/RoutePlanner.ts"
 import { Transcripts } from "../../services/Transcripts.ts"
-import { type RoutesFailed, Upstream } from "../../services/Upstream.ts"
-import { routesFailedError, toApiError } from "../upstream/upstreamErrors.ts"
-import { isTokenCount } from "../billing/usageCheck.ts"
-import {
-  billedUsage,
-  completionText,
-  countedUsage,
-  estimatedUsage,
-  fromUsage,
-  settleChat,
-  toldUsage
-} from "./chatSettlement.ts"
+import { Upstream } from "../../services/Upstream.ts"
+import { toApiError } from "../upstream/upstreamErrors.ts"
+import { estimatedUsage, toldUsage } from "./chatSettlement.ts"
+import { endCompletion } from "./completionEnd.ts"
+import { plannedCall, routesFailed } from "./plannedCall.ts"
 import { settleStream } from "./streamSettlement.ts"
 import { StreamRelay } from "./streamRelay.ts"
 
@@ -51,22 +44,11 @@ export const ChatGatewayLive = Layer.effect(
     const ids = yield* Ids
     const services = { billing, recorder, transcripts }
     const streamServices = { ...services, upstream, pricing }
+    const completionServices = { ...streamServices, privacyPolicy, ids }
 
-    /** Admission and the route; a call the privacy policy refuses is recorded as such. */
-    const admitted = (sent: ChatRequest, principal: Principal) =>
-      Effect.flatMap(admission.chat(sent, principal), (call) =>
-        planner.plan(call).pipe(
-          Effect.tapError((error) =>
-            error._tag === "PrivacyClassUnavailable" || error._tag === "RuntimeUnavailable"
-              ? recorder.rejected(principal, sent.model, error)
-              : Effect.void
-          ),
-          Effect.map((route) => ({ call, route }))
-        ))
-
-    /** Every route failed: the routing events still tell the story; then the caller's error. */
-    const failed = (call: AdmittedChat, route: Route) => (routes: RoutesFailed) =>
-      Effect.zipRight(recorder.routesFailed(call.principal, route, routes.attempts), routesFailedError(routes))
+    const stages = { admission, planner, recorder }
+    const admitted = (sent: ChatRequest, principal: Principal) => plannedCall(stages, sent, principal)
+    const failed = (call: AdmittedChat, route: Route) => routesFailed(recorder, call, route)
 
     return ChatGateway.of({
       complete: (sent, principal) =>
@@ -75,32 +57,7 @@ export const ChatGatewayLive = Layer.effect(
             const answered = yield* upstream.complete(route.targets, call.request).pipe(
               Effect.catchAll(failed(call, route))
             )
-            const completion = answered.value
-            const usage = completion.usage ?? countedUsage(pricing, call.inputTokens, completion)
-            const { deployment, model } = answered.target
-            return yield* upstream.served(answered, {
-              ok: true,
-              latencyMs: answered.attempts.at(-1)!.latencyMs,
-              // A figure billing will set aside says nothing of throughput.
-              outputTokens: isTokenCount(usage.completion_tokens) ? usage.completion_tokens : 0
-            }).pipe(
-              Effect.zipRight(settleChat(services, { admitted: call, route, hold }, answered, {
-                usage: fromUsage(usage),
-                attempts: answered.attempts,
-                completion: completionText(completion)
-              })),
-              Effect.map((receipt) => ({
-                completion: {
-                  ...completion,
-                  id: ids.completion(),
-                  model: model.id,
-                  usage: billedUsage(usage, receipt),
-                  privacy: privacyPolicy.block(route.privacy.served, deployment)
-                },
-                receipt
-              })),
-              Effect.uninterruptible
-            )
+            return yield* endCompletion(completionServices, { admitted: call, route, hold }, answered)
           }))).pipe(Effect.scoped),
 
       stream: (sent, principal) =>

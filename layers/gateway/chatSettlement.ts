@@ -12,7 +12,7 @@ import type { CallRecorder } from "../../services/CallRecorder.ts"
 import type { Usage } from "../../services/Chat.ts"
 import type { Model } from "../../services/Catalogue.ts"
 import { isDatabaseOutage } from "../../services/DatabaseStatus.ts"
-import type { Attempt } from "../../services/Ledger.ts"
+import type { Attempt, LineItem } from "../../services/Ledger.ts"
 import type { Pricing, TokenUsage } from "../../services/Pricing.ts"
 import type { UpstreamCompletion } from "../../services/Providers.ts"
 import type { Route, Target } from "../../services/RoutePlanner.ts"
@@ -20,7 +20,13 @@ import type { TranscriptCompletion, Transcripts } from "../../services/Transcrip
 import type { Answered, AttemptLog } from "../../services/Upstream.ts"
 import { billableUsage } from "../billing/usageCheck.ts"
 
-const ENDPOINT = "/v1/chat/completions"
+/** What a call's receipt says beyond the chat call itself: its endpoint, and steps billed before it. */
+export interface BillOptions {
+  readonly endpoint: string
+  readonly before?: ReadonlyArray<LineItem>
+}
+
+const CHAT: BillOptions = { endpoint: "/v1/chat/completions" }
 
 export const fromUsage = (usage: Usage): TokenUsage => ({
   inputTokens: usage.prompt_tokens,
@@ -98,13 +104,15 @@ export const settleChat = (
   },
   call: { readonly admitted: AdmittedChat; readonly route: Route; readonly hold: Hold },
   answered: Answered<unknown>,
-  served: { readonly usage: TokenUsage; readonly attempts: ReadonlyArray<AttemptLog>; readonly completion: TranscriptCompletion }
+  served: { readonly usage: TokenUsage; readonly attempts: ReadonlyArray<AttemptLog>; readonly completion: TranscriptCompletion },
+  options: BillOptions = CHAT
 ): Effect.Effect<Settlement> => {
   const { admitted, hold, route } = call
   const { deployment, model } = answered.target
   const verdict = route.privacy.verdictOf(deployment.id)
   return services.billing.settle(hold, {
-    endpoint: ENDPOINT,
+    endpoint: options.endpoint,
+    ...(options.before !== undefined ? { before: options.before } : {}),
     model,
     deployment,
     usage: served.usage,

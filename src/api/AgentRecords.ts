@@ -1,6 +1,8 @@
 /** Wire records of agents and their documents (CONTRACT.md "Agents"). */
 import { Schema } from "effect"
 import { AgentRouting, DEFAULT_CONVERSATION_CAP } from "../../services/Agents.ts"
+import { RunRequest } from "../../services/AgentRuns.ts"
+import { PrivacyBlockSchema } from "../../services/Chat.ts"
 import { MAX_DOCUMENT_CHARACTERS, MAX_DOCUMENT_TITLE } from "../../services/Knowledge.ts"
 import { listOf } from "./Lists.ts"
 
@@ -61,3 +63,34 @@ export const DocumentRecord = Schema.Struct({
 
 export const AgentList = listOf(AgentRecord, "AgentList", "The account's agents, newest first")
 export const DocumentList = listOf(DocumentRecord, "AgentDocumentList", "An agent's documents, newest first")
+
+/** A retrieved chunk as a run cites it: the spec's fields, and what a user shows as the citation. */
+export const RunSource = Schema.Struct({
+  documentId: Schema.String,
+  chunkId: Schema.String,
+  /** Reciprocal-rank fusion of the full-text and vector rankings; higher is better. */
+  score: Schema.Number,
+  title: Schema.String,
+  /** The chunk's text, as it reached the prompt. */
+  text: Schema.String
+}).annotations({ identifier: "AgentRunSource" })
+
+/** Spec 2.2, with the privacy block of the class that served it and the run's receipt. */
+export const RunRecord = Schema.Struct({
+  id: Schema.String,
+  agent_id: Schema.String,
+  conversation_id: Schema.String,
+  output: Schema.String,
+  sources: Schema.Array(RunSource),
+  usage: Schema.Struct({ input_tokens: Schema.Int, output_tokens: Schema.Int }),
+  route: Schema.Struct({ tier: Schema.String, model: Schema.String }),
+  privacy: PrivacyBlockSchema,
+  /** One receipt for the run, with a line item per billable step. */
+  receipt_id: Schema.String
+}).annotations({ identifier: "AgentRun" })
+
+/** The deprecated `POST /v1/agents/{agentId}/chat`: a run with the agent in the path. */
+export const LegacyAgentChat = Schema.Struct({
+  input: RunRequest.fields.input,
+  conversation_id: RunRequest.fields.conversation_id
+}).annotations({ identifier: "LegacyAgentChatRequest" })

@@ -6,6 +6,7 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { Wire } from "../../services/ApiError.ts"
 import { AdminGroup } from "./AdminGroup.ts"
+import { AgentRunsGroup } from "./AgentRunsGroup.ts"
 import { AgentsGroup } from "./AgentsGroup.ts"
 import { ChatGroup } from "./ChatGroup.ts"
 import { EmbeddingsGroup } from "./EmbeddingsGroup.ts"
@@ -31,6 +32,7 @@ export class Api extends HttpApi.make("svc")
   .add(ResponsesGroup)
   .add(EmbeddingsGroup)
   .add(AgentsGroup)
+  .add(AgentRunsGroup)
   .add(ModelsGroup)
   .add(ReceiptsGroup)
   .add(ProvidersGroup)

@@ -40,7 +40,7 @@ export interface Endpoint {
   /** The route as declared in src/api (`:id`, `*`). */
   readonly route: string
   readonly key: KeyRole
-  /** The valid id for the route's `:id` or `*`. */
+  /** The valid id for the route's `:id` (`:agentId`) or `*`. */
   readonly id?: (fixture: Fixture) => string
   /** The valid id for a second path parameter (`:documentId`), which is not fuzzed. */
   readonly subId?: readonly [param: string, id: (fixture: Fixture) => string]
@@ -141,6 +141,14 @@ export const ENDPOINTS: ReadonlyArray<Endpoint> = [
   {
     name: "delete document", method: "DELETE", route: "/v1/agents/:id/documents/:documentId", key: "agents", id: (f) => f.agentId,
     subId: [":documentId", (f) => f.documentId]
+  },
+  {
+    name: "agent run", method: "POST", route: "/v1/agents/runs", key: "chat", idempotent: true,
+    body: (f) => ({ agent: f.agentId, input: "What does the gateway bill?", conversation_id: null })
+  },
+  {
+    name: "legacy agent chat", method: "POST", route: "/v1/agents/:agentId/chat", key: "chat", id: (f) => f.agentId, idempotent: true,
+    body: () => ({ input: "What is billed?" })
   },
   { name: "readiness", method: "GET", route: "/readyz", key: "none" },
   { name: "create account", method: "POST", route: "/v1/admin/accounts", key: "admin", body: () => ({ name: "fuzz", credit_usd: "0.5" }) },
@@ -355,7 +363,7 @@ export const caseArb = (fixture: () => Fixture): fc.Arbitrary<FuzzCase> =>
     if (id !== null) sent.push(decodeURIComponentSafe(id))
     const path = stray !== null
       ? (stray.startsWith("/") ? stray : `/v1/${stray}`)
-      : endpoint.route.replace(":id", idText).replace("*", idText)
+      : endpoint.route.replace(/:(id|agentId)\b/, idText).replace("*", idText)
         .replace(endpoint.subId?.[0] ?? "\u0000", endpoint.subId?.[1](f) ?? "") +
         (endpoint.query === undefined ? "" : queryText(endpoint.query, query))
     if (endpoint.query !== undefined && query !== null) sent.push(query.value)

@@ -1,0 +1,56 @@
+/**
+ * Agent runs (spec 2.1, 2.2, 4.1): a question to an agent, answered from its
+ * instructions, the knowledge retrieved for the question and the
+ * conversation so far, routed with the agent's preset. One hold covers the
+ * whole run before anything is spent, and one receipt bills it, with a line
+ * item per billable step (the query's embedding, the generation).
+ */
+import { Context, type Effect, Schema } from "effect"
+import type { ConversationLimitExceeded, InvalidRequest, NotFound, UpstreamError } from "./ApiError.ts"
+import type { Principal } from "./ApiKeys.ts"
+import type { Settlement } from "./Billing.ts"
+import type { PrivacyBlock } from "./Privacy.ts"
+import type { ChatError } from "./ChatGateway.ts"
+import type { Source } from "./Retrieval.ts"
+
+/** Longest run `input`, in characters (spec 8). */
+export const MAX_RUN_INPUT = 8000
+
+const characters = (text: string) => {
+  let count = 0
+  for (const _ of text) count++
+  return count
+}
+
+export const RunRequest = Schema.Struct({
+  agent: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
+  // Characters as people count them: a character outside the BMP is one, not two UTF-16 units.
+  input: Schema.String.pipe(
+    Schema.minLength(1, { message: () => "input must not be empty." }),
+    Schema.filter((text) => characters(text) <= MAX_RUN_INPUT || `input must be at most ${MAX_RUN_INPUT} characters.`)
+  ),
+  conversation_id: Schema.optional(Schema.NullOr(Schema.String.pipe(Schema.maxLength(200))))
+}).annotations({ identifier: "AgentRunRequest" })
+export type RunRequest = typeof RunRequest.Type
+
+/** A run's answer: the 2.2 record's facts, with the privacy block and the receipt. */
+export interface RunResult {
+  /** The answer's `msg_` id in the conversation. */
+  readonly id: string
+  readonly agentId: string
+  readonly conversationId: string
+  readonly output: string
+  readonly sources: ReadonlyArray<Source>
+  /** The generation's tokens, as billed. */
+  readonly usage: { readonly inputTokens: number; readonly outputTokens: number }
+  readonly route: { readonly tier: string; readonly model: string }
+  readonly privacy: PrivacyBlock
+  readonly receipt: Settlement
+}
+
+/** What a run can fail with. */
+export type RunError = ChatError | NotFound | ConversationLimitExceeded | InvalidRequest | UpstreamError
+
+export class AgentRuns extends Context.Tag("svc/AgentRuns")<AgentRuns, {
+  readonly run: (principal: Principal, request: RunRequest) => Effect.Effect<RunResult, RunError>
+}>() {}
