@@ -5,7 +5,7 @@
  * whole run before anything is spent, and one receipt bills it, with a line
  * item per billable step (the query's embedding, the generation).
  */
-import { Context, type Effect, Schema } from "effect"
+import { Context, type Effect, Schema, type Scope, type Stream } from "effect"
 import type { ConversationLimitExceeded, InvalidRequest, NotFound, UpstreamError } from "./ApiError.ts"
 import type { Principal } from "./ApiKeys.ts"
 import type { Settlement } from "./Billing.ts"
@@ -51,6 +51,24 @@ export interface RunResult {
 /** What a run can fail with. */
 export type RunError = ChatError | NotFound | ConversationLimitExceeded | InvalidRequest | UpstreamError
 
+/** What a streamed run tells its caller, in this order (CONTRACT.md "Agents"). */
+export type RunEvent =
+  | { readonly _tag: "Created"; readonly agentId: string; readonly conversationId: string; readonly receiptId: string }
+  | { readonly _tag: "Sources"; readonly sources: ReadonlyArray<Source> }
+  | { readonly _tag: "Delta"; readonly text: string }
+  | { readonly _tag: "Completed"; readonly result: RunResult }
+
+export interface StreamedRun {
+  readonly receiptId: string
+  /**
+   * The run's events. However the stream ends (done, failed after its first event, or the client
+   * left), what was generated is billed and the turns are kept; a failure ends it with its error.
+   */
+  readonly events: Stream.Stream<RunEvent, ChatError>
+}
+
 export class AgentRuns extends Context.Tag("svc/AgentRuns")<AgentRuns, {
   readonly run: (principal: Principal, request: RunRequest) => Effect.Effect<RunResult, RunError>
+  /** Succeeds once the model has started answering, so refusals are still HTTP errors. */
+  readonly stream: (principal: Principal, request: RunRequest) => Effect.Effect<StreamedRun, RunError, Scope.Scope>
 }>() {}

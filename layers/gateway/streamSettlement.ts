@@ -3,14 +3,15 @@
  * first chunk, or the client left): the serving attempt's health, then the
  * bill for what was generated — the upstream's usage when it reported one,
  * else our own count of what reached us. A stream that failed before anything
- * was generated bills nothing: its hold is released.
+ * was generated bills nothing: its hold is released (and there is no settlement).
  */
 import { Effect } from "effect"
 import type { Pricing } from "../../services/Pricing.ts"
 import type { Upstream } from "../../services/Upstream.ts"
 import type { Answered } from "../../services/Upstream.ts"
 import { isTokenCount } from "../billing/usageCheck.ts"
-import { fromUsage, settleChat } from "./chatSettlement.ts"
+import type { Settlement } from "../../services/Billing.ts"
+import { type BillOptions, fromUsage, settleChat } from "./chatSettlement.ts"
 import type { StreamRelay } from "./streamRelay.ts"
 
 type SettleServices = Parameters<typeof settleChat>[0] & {
@@ -23,8 +24,9 @@ export const settleStream = (
   call: Parameters<typeof settleChat>[1],
   answered: Answered<unknown>,
   relay: StreamRelay,
-  firstChunkMs: number
-): Effect.Effect<void> =>
+  firstChunkMs: number,
+  options?: BillOptions
+): Effect.Effect<Settlement | undefined> =>
   Effect.suspend(() => {
     const latencyMs = Math.round(performance.now() - answered.startedAt)
     const { failure, generated, reported } = relay
@@ -53,10 +55,10 @@ export const settleStream = (
         : { ok: false, latencyMs, failure }
     )
     if (reported === undefined && generated === "" && failure !== undefined) {
-      return Effect.zipRight(recorded, services.billing.release(call.hold))
+      return Effect.zipRight(recorded, Effect.as(services.billing.release(call.hold), undefined))
     }
     return Effect.zipRight(
       recorded,
-      Effect.asVoid(settleChat(services, call, answered, { usage, attempts, completion: { content: relay.content } }))
+      settleChat(services, call, answered, { usage, attempts, completion: { content: relay.content } }, options)
     )
   })

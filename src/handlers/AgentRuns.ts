@@ -3,35 +3,18 @@
  * made once per `Idempotency-Key` like a chat call; the deprecated
  * `/v1/agents/{agentId}/chat` is the same run with its deprecation headers.
  */
-import { HttpApiBuilder } from "@effect/platform"
+import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
-import { AgentRuns, type RunRequest, type RunResult } from "../../services/AgentRuns.ts"
+import { AgentRuns, type RunRequest } from "../../services/AgentRuns.ts"
 import type { Principal } from "../../services/ApiKeys.ts"
 import { AppConfig } from "../../services/Config.ts"
 import { Idempotency } from "../../services/Idempotency.ts"
-import type { RunRecord } from "../api/AgentRecords.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentPrincipal } from "../api/Security.ts"
 import { billingHeaders } from "../http/billingHeaders.ts"
 import { idempotencyKeyOf, jsonOnce } from "../http/idempotent.ts"
-
-export const toRunRecord = (run: RunResult): typeof RunRecord.Type => ({
-  id: run.id,
-  agent_id: run.agentId,
-  conversation_id: run.conversationId,
-  output: run.output,
-  sources: run.sources.map((source) => ({
-    documentId: source.documentId,
-    chunkId: source.chunkId,
-    score: source.score,
-    title: source.title,
-    text: source.text
-  })),
-  usage: { input_tokens: run.usage.inputTokens, output_tokens: run.usage.outputTokens },
-  route: run.route,
-  privacy: run.privacy,
-  receipt_id: run.receipt.id
-})
+import { runEventsResponse } from "../http/runEvents.ts"
+import { toRunRecord } from "./runRecord.ts"
 
 export const AgentRunsHandlers = HttpApiBuilder.group(Api, "agentRuns", (handlers) =>
   Effect.gen(function*() {
@@ -40,8 +23,18 @@ export const AgentRunsHandlers = HttpApiBuilder.group(Api, "agentRuns", (handler
     const sunset = (yield* AppConfig).file.agents.legacyChatSunset
     const deprecation = { deprecation: "true", sunset, link: "</v1/agents/runs>; rel=\"successor-version\"" }
 
-    const answer = (principal: Principal, request: RunRequest, idempotencyKey: string | undefined, extra: Record<string, string>) => {
-      const key = idempotencyKeyOf(principal, idempotencyKey, "/v1/agents/runs", request)
+    const answer = (
+      principal: Principal,
+      request: RunRequest,
+      options: { readonly stream: boolean; readonly idempotencyKey: string | undefined; readonly headers: Record<string, string> }
+    ) => {
+      const extra = options.headers
+      if (options.stream) {
+        // Streamed runs are not kept for replay: a retry with the same key runs again.
+        return Effect.map(runs.stream(principal, request), ({ events, receiptId }) =>
+          HttpServerResponse.setHeaders(runEventsResponse(events), { "x-svc-receipt-id": receiptId, ...extra }))
+      }
+      const key = idempotencyKeyOf(principal, options.idempotencyKey, "/v1/agents/runs", request)
       const run = Effect.map(runs.run(principal, request), (result) => ({
         status: 200,
         headers: { ...billingHeaders(result.receipt), ...extra },
@@ -51,9 +44,14 @@ export const AgentRunsHandlers = HttpApiBuilder.group(Api, "agentRuns", (handler
     }
 
     return handlers
-      .handle("createRun", ({ headers, payload }) =>
-        Effect.flatMap(CurrentPrincipal, (principal) => answer(principal, payload, headers["idempotency-key"], {})))
-      .handle("legacyAgentChat", ({ headers, path, payload }) =>
+      .handle("createRun", ({ headers, payload, urlParams }) =>
         Effect.flatMap(CurrentPrincipal, (principal) =>
-          answer(principal, { agent: path.agentId, ...payload }, headers["idempotency-key"], deprecation)))
+          answer(principal, payload, { stream: urlParams.stream === true, idempotencyKey: headers["idempotency-key"], headers: {} })))
+      .handle("legacyAgentChat", ({ headers, path, payload, urlParams }) =>
+        Effect.flatMap(CurrentPrincipal, (principal) =>
+          answer(principal, { agent: path.agentId, ...payload }, {
+            stream: urlParams.stream === true,
+            idempotencyKey: headers["idempotency-key"],
+            headers: deprecation
+          })))
   }))
