@@ -2,7 +2,9 @@
  * Hybrid retrieval over an agent's knowledge: full-text ranking (stemmed,
  * any of the query's words) and vector similarity to the query's embedding,
  * each ranking the agent's chunks, fused by reciprocal rank. The query's
- * embedding is made (and billed) by the caller, with the agent's model.
+ * embedding is made (and billed) by the caller, with the agent's model; without
+ * one (a question that may not go to the embeddings upstream) the ranking is
+ * full text only.
  */
 import { Context, type Effect } from "effect"
 
@@ -26,7 +28,7 @@ export class Retrieval extends Context.Tag("svc/Retrieval")<Retrieval, {
   readonly search: (
     agentId: string,
     query: string,
-    queryEmbedding: ReadonlyArray<number>,
+    queryEmbedding: ReadonlyArray<number> | undefined,
     k: number
   ) => Effect.Effect<ReadonlyArray<Source>>
 }>() {}

@@ -88,7 +88,9 @@ beforeAll(async () => {
         ...brokenRuntimes.map(([mode], i) =>
           provider(`privacy-enclave-${mode}`, { ...NO_RETENTION, attestation: broken[i]!.config() }, [
             { model: `svc/vault-${mode}`, upstreamModel: `vault-${mode}` }
-          ]))
+          ])),
+        // Agents embed their knowledge with svc/embed.
+        { id: "sandbox", plugin: "sandbox", deployments: [{ model: "svc/embed" }] }
       ]
     }
   })
@@ -307,6 +309,33 @@ describe("privacy classes", () => {
     expect(first.text).toContain(marker)
     expect(replay.headers.get("idempotent-replayed")).toBe("true")
     expect(replay.text).toBe(first.text)
+    // An agent whose preset asks for the protected class: its runs, JSON and streamed, continued.
+    const owner = await gateway.account({ credit: "5", scopes: ["agents", "chat", "monitoring"] })
+    const agent = await gateway.request("POST", "/v1/agents", {
+      key: owner.key,
+      body: { name: "discreet", instructions: "Be brief.", routing: { model: "svc/open", privacy: { class: "protected_provider_route" } } }
+    })
+    expect(agent.status, JSON.stringify(agent.body)).toBe(200)
+    const run = await gateway.request("POST", "/v1/agents/runs", {
+      key: owner.key,
+      body: { agent: agent.body.id, input: `please repeat ${marker}` }
+    })
+    expect(run.status).toBe(200)
+    expect(run.body.output).toContain(marker)
+    expect(run.body.privacy).toMatchObject({ class: "protected_provider_route", svc_stores_prompts: false, svc_logs_prompts: false })
+    const streamed = await fetch(`${gateway.url}/v1/agents/runs?stream=true`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${owner.key}`, "content-type": "application/json" },
+      body: JSON.stringify({ agent: agent.body.id, input: `and again ${marker}`, conversation_id: run.body.conversation_id })
+    })
+    const events = await streamed.text()
+    expect(events).toContain("event: run.completed")
+    expect(events).toContain(marker)
+    // Not embedded: the question went to no embeddings upstream, and the receipt has no such line.
+    const receipt = await gateway.request("GET", `/v1/receipts/${run.body.receipt_id}`, { key: owner.key })
+    expect(receipt.body.line_items.map((item: any) => item.step)).toEqual(["generation"])
+    expect(receipt.body.privacy_class).toBe("protected_provider_route")
+
     const { found, searched } = await columnsHolding(gateway.query, marker)
     expect(searched.length).toBeGreaterThan(10)
     expect(found).toEqual([])

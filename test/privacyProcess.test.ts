@@ -123,10 +123,10 @@ beforeAll(async () => {
     expected: number,
     echoes: boolean,
     body: unknown,
-    { headers = {}, path = "/v1/chat/completions" }: { headers?: Record<string, string>; path?: string } = {}
+    { as = key, headers = {}, path = "/v1/chat/completions" }: { as?: string; headers?: Record<string, string>; path?: string } = {}
   ) => {
     const before = upstream.requests.length
-    const answer = await post(path, key, body, headers)
+    const answer = await post(path, as, body, headers)
     // The gateway had the marker in hand: it reached the upstream (replays excepted).
     if (upstream.requests.slice(before).some((request) => JSON.stringify(request.body).includes(marker))) upstreamSawMarker++
     answers.push({ what, answer, expected, echoes })
@@ -144,6 +144,32 @@ beforeAll(async () => {
       await send(`${target.privacy} idempotent ${kind} replay`, 200, true, body, { headers })
     }
   }
+  // Agents whose preset asks for each class above standard: runs JSON and streamed, continued, idempotent, failing.
+  const agentsKey = JSON.parse((await post(`/v1/admin/accounts/${account.id}/keys`, admin, { scopes: ["agents", "chat"] })).text).key as string
+  const echoing = { error: { message: `Cannot process "please repeat ${marker} now"`, type: "invalid_request_error" } }
+  for (const target of classes.slice(1)) {
+    const agent = JSON.parse((await post("/v1/agents", agentsKey, {
+      name: `agent at ${target.privacy}`,
+      instructions: "Be brief.",
+      embedding_model: "svc/remote-embed",
+      routing: { model: target.model, privacy: { class: target.privacy } }
+    })).text)
+    const runs = { as: agentsKey, path: "/v1/agents/runs" }
+    await send(`${target.privacy} agent run`, 200, true, { agent: agent.id, input: `please repeat ${marker} now` }, runs)
+    const conversation_id = JSON.parse(answers.at(-1)!.answer.text).conversation_id
+    const continued = { agent: agent.id, input: `please repeat ${marker} now`, conversation_id }
+    await send(`${target.privacy} agent run streamed`, 200, true, continued, { ...runs, path: "/v1/agents/runs?stream=true" })
+    const headers = { "idempotency-key": `idem-${randomBytes(6).toString("hex")}` }
+    const once = { agent: agent.id, input: `keep ${marker} once`, conversation_id }
+    await send(`${target.privacy} idempotent agent run`, 200, true, once, { ...runs, headers })
+    await send(`${target.privacy} idempotent agent run replay`, 200, true, once, { ...runs, headers })
+    upstream.behave({ status: 500, errorBody: echoing })
+    await send(`${target.privacy} agent run, 500 echoing the input`, 502, false, continued, runs)
+    upstream.behave({ resetAfterChunks: 4 })
+    await send(`${target.privacy} agent run streamed, reset mid-answer`, 200, true, continued, { ...runs, path: "/v1/agents/runs?stream=true" })
+    upstream.behave({})
+  }
+
   await send("embeddings", 200, false, { model: "svc/remote-embed", input: [`embed ${marker} please`] }, { path: "/v1/embeddings" })
 
   // Upstreams echo prompts in their errors: 500s and 400s whose bodies hold the marker, resets, garbage.
@@ -191,8 +217,10 @@ describe("privacy canary across a gateway process", () => {
     expect(answers.filter((call) => call.echoes && !call.answer.text.includes(marker)).map((call) => call.what)).toEqual([])
     expect(answers.filter((call) => call.what.endsWith("replay")).every((call) => call.answer.headers.get("idempotent-replayed") === "true"))
       .toBe(true)
-    // Every call but the four replays reached the upstream with the marker.
-    expect(upstreamSawMarker).toBe(answers.length - 8)
+    // Every call but the replays (eight of chat, three of agent runs) reached the upstream with the marker.
+    const replays = answers.filter((call) => call.what.endsWith("replay")).length
+    expect(replays).toBe(11)
+    expect(upstreamSawMarker).toBe(answers.length - replays)
   })
 
   it("stopped gracefully: its shutdown ran and released the data directory", () => {

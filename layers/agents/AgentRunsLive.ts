@@ -68,11 +68,11 @@ export const AgentRunsLive = Layer.effect(
           const run = yield* prepare(services, principal, sent)
           return yield* services.billing.withHold(principal, run.amount, (hold) =>
             Effect.gen(function*() {
-              const { admitted, conversation, embedding, sources } = yield* ground(services, run)
+              const { admitted, before, conversation, sources } = yield* ground(services, run)
               const { completion, receipt } = yield* services.upstream.complete(run.route.targets, admitted.request).pipe(
                 Effect.catchAll(routesFailed(recorder, admitted, run.route)),
                 Effect.flatMap((answered) =>
-                  endCompletion(services, { admitted, route: run.route, hold }, answered, { endpoint: ENDPOINT, before: [embedding] })
+                  endCompletion(services, { admitted, route: run.route, hold }, answered, { endpoint: ENDPOINT, before })
                 ),
                 Effect.onError(() => discardNew(services, run, conversation))
               )

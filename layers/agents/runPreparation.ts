@@ -6,6 +6,11 @@
  * (`ground`): a new conversation's slot taken (atomically, so of runs racing
  * for the last slot one wins), the question embedded (a line item of the
  * run's receipt), the knowledge retrieved, and the request the model gets.
+ *
+ * Embeddings are served at `standard_route` only, so the question of an agent
+ * whose preset asks for a stronger class is not embedded: its knowledge is
+ * searched by full text alone, and the question leaves the gateway only for
+ * a deployment that earns the class.
  */
 import { Effect } from "effect"
 import type { Admission, AdmittedChat } from "../../services/Admission.ts"
@@ -48,7 +53,8 @@ export interface PreparedRun {
   /** The conversation continued; none when the run starts one. */
   readonly continued: Conversation | undefined
   readonly history: ReadonlyArray<Turn>
-  readonly embedder: EmbeddingTarget
+  /** Where the question is embedded; none when the agent's class keeps it from the embeddings upstream. */
+  readonly embedder: EmbeddingTarget | undefined
   readonly call: AdmittedChat
   readonly route: Route
   /** What to hold: the generation's estimate and the query's embedding. */
@@ -58,7 +64,8 @@ export interface PreparedRun {
 /** A run under its hold, ready for the model. */
 export interface GroundedRun {
   readonly conversation: Conversation
-  readonly embedding: LineItem
+  /** The question's embedding, billed before the generation (none when it was not embedded). */
+  readonly before: ReadonlyArray<LineItem>
   readonly sources: ReadonlyArray<Source>
   /** The call as sent: the request with its knowledge, and its counted input. */
   readonly admitted: AdmittedChat
@@ -79,8 +86,8 @@ export const prepare = (services: RunServices, principal: Principal, sent: RunRe
     const history = continued === undefined
       ? []
       : fitHistory(yield* services.conversations.history(continued.id, HISTORY_TURNS), HISTORY_TOKENS, services.pricing.countText)
-    const embedder = yield* embeddingTarget(services.catalogue, agent.embeddingModel)
-    const queryEstimate = services.pricing.amount(embedder.model.pricing, {
+    const embedder = embedsQuestion(agent) ? yield* embeddingTarget(services.catalogue, agent.embeddingModel) : undefined
+    const queryEstimate = embedder === undefined ? 0n : services.pricing.amount(embedder.model.pricing, {
       inputTokens: services.pricing.countText(sent.input),
       outputTokens: 0
     })
@@ -94,22 +101,34 @@ export const ground = (services: RunServices, run: PreparedRun) =>
     const { agent, embedder, sent } = run
     const conversation = run.continued ?? (yield* services.conversations.start(run.principal.accountId!, agent.id))
     const grounded = Effect.gen(function*() {
-      const query = yield* callEmbedding(embedder, { input: [sent.input] }, services.deadlines)
-      const usage = { inputTokens: query.result.promptTokens ?? services.pricing.countText(sent.input), outputTokens: 0 }
-      const embedding: LineItem = {
-        step: "query_embedding",
-        model: embedder.model.id,
-        usage,
-        cost: services.pricing.cost(embedder.model, embedder.deployment, usage)
-      }
-      const found = yield* services.retrieval.search(agent.id, sent.input, query.result.embeddings[0]!, DEFAULT_TOP_K)
+      const query = embedder === undefined ? undefined : yield* embedQuestion(services, embedder, sent.input)
+      const found = yield* services.retrieval.search(agent.id, sent.input, query?.vector, DEFAULT_TOP_K)
       const sources = fitSources(found, KNOWLEDGE_TOKENS, services.pricing.countText)
       const request = runRequest(agent, run.history, sources, sent.input)
       const admitted: AdmittedChat = { ...run.call, request, inputTokens: yield* services.pricing.countInputFairly(request) }
-      const result: GroundedRun = { conversation, embedding, sources, admitted }
+      const result: GroundedRun = { conversation, before: query === undefined ? [] : [query.lineItem], sources, admitted }
       return result
     })
     return yield* Effect.onError(grounded, () => discardNew(services, run, conversation))
+  })
+
+/** Whether the agent's questions may go to the embeddings upstream (served at `standard_route` only). */
+const embedsQuestion = (agent: Agent) => {
+  const requested = agent.routing.privacy?.class
+  return requested === undefined || requested === "standard_route"
+}
+
+/** The question's vector, and its line on the run's receipt. */
+const embedQuestion = (services: RunServices, embedder: EmbeddingTarget, question: string) =>
+  Effect.map(callEmbedding(embedder, { input: [question] }, services.deadlines), ({ result }) => {
+    const usage = { inputTokens: result.promptTokens ?? services.pricing.countText(question), outputTokens: 0 }
+    const lineItem: LineItem = {
+      step: "query_embedding",
+      model: embedder.model.id,
+      usage,
+      cost: services.pricing.cost(embedder.model, embedder.deployment, usage)
+    }
+    return { vector: result.embeddings[0]!, lineItem }
   })
 
 /** A conversation the run started, given back (its slot freed) when the run fails. */

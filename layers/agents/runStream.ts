@@ -21,7 +21,7 @@ import { discardNew, ground, keepTurns, type PreparedRun, type RunServices } fro
 export const streamRun = (services: RunServices & CompletionServices, run: PreparedRun, endpoint: string) =>
   Effect.gen(function*() {
     const hold = yield* services.billing.hold(run.principal, run.amount)
-    const { admitted, conversation, embedding, sources } = yield* ground(services, run)
+    const { admitted, before, conversation, sources } = yield* ground(services, run)
     const { route } = run
     const answered = yield* services.upstream.stream(route.targets, admitted.request).pipe(
       Effect.catchAll(routesFailed(services.recorder, admitted, route)),
@@ -41,7 +41,7 @@ export const streamRun = (services: RunServices & CompletionServices, run: Prepa
     })
     const settle = settleStream(services, { admitted, route, hold }, answered, relay, firstChunkMs, {
       endpoint,
-      before: [embedding]
+      before
     }).pipe(
       Effect.flatMap((receipt) =>
         receipt === undefined

@@ -56,7 +56,10 @@ export const RetrievalPg = Layer.effect(
     return Retrieval.of({
       search: (agentId, query, queryEmbedding, k) =>
         Effect.gen(function*() {
-          const [byWords, byMeaning] = yield* Effect.all([lexical(agentId, query), semantic(agentId, queryEmbedding)])
+          const [byWords, byMeaning] = yield* Effect.all([
+            lexical(agentId, query),
+            queryEmbedding === undefined ? Effect.succeed([]) : semantic(agentId, queryEmbedding)
+          ])
           const rows = new Map<string, ChunkRow>()
           for (const row of [...byWords, ...byMeaning]) rows.set(row.id, row)
           return fuse([byWords.map((row) => row.id), byMeaning.map((row) => row.id)])
