@@ -7,7 +7,8 @@
  * BENCH_ROUNDS (3), BENCH_CPU_PROF=<dir> (CPU profile of the gateway process),
  * BENCH_ONLY=fairness (only the fairness table, bench/fairness.ts),
  * BENCH_ONLY=embeddings (only the stall of a huge embeddings answer, bench/embeddingsStall.ts),
- * BENCH_ONLY=table (only the table against the bare proxy: what to profile the hot path with).
+ * BENCH_ONLY=table (only the table against the bare proxy: what to profile the hot path with),
+ * BENCH_ONLY=retrieval (only retrieval: recall on the evaluation set and search latency, bench/retrieval.ts).
  */
 import type { ChildProcess } from "node:child_process"
 import { fileURLToPath } from "node:url"
@@ -16,6 +17,7 @@ import { embeddingsStall } from "./embeddingsStall.ts"
 import { fairness } from "./fairness.ts"
 import type { Job, Result } from "./load.ts"
 import { measureRefusal } from "./refusal.ts"
+import { retrievalBench } from "./retrieval.ts"
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
@@ -51,6 +53,7 @@ const startServer = async (args: Array<string>, execArgv: Array<string> = []) =>
 
 const main = async () => {
   if (process.env.BENCH_ONLY === "embeddings") return embeddingsStall().then(() => clearTimeout(deadline))
+  if (process.env.BENCH_ONLY === "retrieval") return retrievalWithin(600_000)
   const began = Date.now()
   const upstream = await startServer(["upstream"])
   const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []
@@ -172,6 +175,17 @@ const main = async () => {
   if (!onlyTable) await embeddingsStall()
   await Promise.all(children.map((child) => child.exitCode !== null ? null : new Promise((r) => child.once("exit", r))))
   clearTimeout(deadline)
+  if (!onlyTable) await retrievalWithin(600_000)
+}
+
+/** The retrieval bench has its own time limit: the exact vector scan at 100,000 chunks takes seconds a search. */
+const retrievalWithin = (ms: number) => {
+  clearTimeout(deadline)
+  const limit = setTimeout(() => {
+    console.error("bench: retrieval over its time limit, stopping")
+    process.exit(1)
+  }, ms)
+  return retrievalBench().finally(() => clearTimeout(limit))
 }
 
 main().catch((error) => {

@@ -4,11 +4,13 @@
  * start with `node` alone, without compiling TypeScript on every run.
  * `--if-stale` (before `npm start` and `npm run svc`) builds only when a
  * source file is newer than the bundle, so an edited checkout never runs old
- * code and an unchanged one starts at once.
+ * code and an unchanged one starts at once. It also makes the sandbox's word
+ * vectors (scripts/wordVectors.mjs) when they are missing.
  */
 import { build } from "esbuild"
 import { chmodSync, existsSync, readdirSync, statSync } from "node:fs"
 import { join } from "node:path"
+import { buildWordVectors, WORD_VECTORS } from "./wordVectors.mjs"
 
 const entries = { main: "src/main.ts", cli: "src/cli.ts" }
 const sources = ["src", "layers", "services", "plugins", "package.json", "scripts/build.mjs"]
@@ -45,3 +47,6 @@ if (!process.argv.includes("--if-stale") || stale()) {
   // Both are commands: `./dist/cli.js` and `npx svc` run them directly.
   for (const name of Object.keys(entries)) chmodSync(`dist/${name}.js`, 0o755)
 }
+
+// Made once: the sandbox's word vectors change only with the package they come from.
+if (!existsSync(WORD_VECTORS)) buildWordVectors()

@@ -16,7 +16,7 @@ export interface Source {
   readonly title: string
   /** The chunk's text: what reaches the prompt. */
   readonly text: string
-  /** The fused score, Σ 1/(60 + rank) over the rankings that hold the chunk; higher is better. */
+  /** The fused score, Σ weight/(5 + rank) over the rankings that hold the chunk (layers/knowledge/fusion.ts); higher is better. */
   readonly score: number
 }
 

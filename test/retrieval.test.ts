@@ -80,10 +80,12 @@ describe("hybrid retrieval", () => {
 })
 
 describe("reciprocal rank fusion", () => {
-  it("adds 1/(60 + rank) per ranking, so agreement wins", () => {
-    const fused = fuse([["a", "b", "c"], ["b", "d"]])
-    expect(fused.map((entry) => entry.id)).toEqual(["b", "a", "d", "c"])
-    expect(fused[0]!.score).toBeCloseTo(1 / (RRF_K + 2) + 1 / (RRF_K + 1), 12)
+  it("adds weight/(K + rank) per ranking, so agreement wins and the lighter ranking counts less", () => {
+    const fused = fuse([{ ids: ["a", "b", "c"], weight: 1 }, { ids: ["b", "d"], weight: 0.6 }])
+    expect(fused.map((entry) => entry.id)).toEqual(["b", "a", "c", "d"])
+    expect(fused[0]!.score).toBeCloseTo(1 / (RRF_K + 2) + 0.6 / (RRF_K + 1), 12)
+    // Equal weights: the second ranking's first beats the first ranking's third.
+    expect(fuse([{ ids: ["a", "b", "c"], weight: 1 }, { ids: ["d"], weight: 1 }]).map((entry) => entry.id)).toEqual(["a", "d", "b", "c"])
     expect(fuse([])).toEqual([])
   })
 

@@ -4,13 +4,13 @@
  * the chunks' GIN index. Vectors: an exact scan of the agent's chunk
  * embeddings by cosine similarity (the same ranking on PGlite and any
  * PostgreSQL server; an approximate index is for when knowledge grows large).
- * Each side contributes its best `CANDIDATES`; reciprocal rank fusion
- * (fusion.ts) orders the union.
+ * Each side contributes its best `CANDIDATES`; weighted reciprocal rank
+ * fusion (fusion.ts) orders the union.
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
 import { Retrieval, type Source } from "../../services/Retrieval.ts"
-import { cosine, fuse } from "./fusion.ts"
+import { cosine, fuse, VECTOR_WEIGHT } from "./fusion.ts"
 
 /** How many chunks each ranking hands to the fusion. */
 const CANDIDATES = 50
@@ -62,7 +62,10 @@ export const RetrievalPg = Layer.effect(
           ])
           const rows = new Map<string, ChunkRow>()
           for (const row of [...byWords, ...byMeaning]) rows.set(row.id, row)
-          return fuse([byWords.map((row) => row.id), byMeaning.map((row) => row.id)])
+          return fuse([
+            { ids: byWords.map((row) => row.id), weight: 1 },
+            { ids: byMeaning.map((row) => row.id), weight: VECTOR_WEIGHT }
+          ])
             .slice(0, k)
             .map(({ id, score }): Source => {
               const row = rows.get(id)!

@@ -1,0 +1,104 @@
+/**
+ * Retrieval (`BENCH_ONLY=retrieval npm run bench`): recall on the evaluation
+ * set (test/fixtures/retrieval) for full text, vectors and the hybrid runs
+ * use, all questions and the paraphrased half apart; then the latency of one
+ * hybrid search over an agent of 10,000 and 100,000 chunks (synthetic text
+ * from the set's words, random 256-dimension vectors), on PGlite and, when
+ * `DATABASE_URL` names one, on a PostgreSQL server. Knob: BENCH_RETRIEVAL_SIZES
+ * (comma-separated chunk counts).
+ */
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Effect, Layer } from "effect"
+import { loadConfig } from "../layers/platform/ConfigLive.ts"
+import { DatabaseLive } from "../layers/storage/Database.ts"
+import { MigrationsLive } from "../layers/storage/Migrations.ts"
+import { AppConfig } from "../services/Config.ts"
+import { Retrieval } from "../services/Retrieval.ts"
+import { documents, questions } from "../test/fixtures/retrieval/index.ts"
+import { TEMPLATE_ENV } from "../test/support/database.ts"
+import { startGateway, type TestGateway } from "../test/support/gateway.ts"
+import { evaluateRetrieval, scoreTable } from "../test/support/retrievalEval.ts"
+
+const SIZES = (process.env.BENCH_RETRIEVAL_SIZES ?? "10000,100000").split(",").map(Number)
+/** Searches timed per size: fewer on the largest, where each takes seconds without a vector index. */
+const queriesFor = (size: number) => (size > 20_000 ? 5 : 20)
+const DIMENSIONS = 256
+
+const percentile = (sorted: ReadonlyArray<number>, p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!
+
+/** A migrated embedded database to copy, as the test suite makes one. */
+const pgliteTemplate = async () => {
+  const template = mkdtempSync(join(tmpdir(), "svc-bench-template-"))
+  const config = await Effect.runPromise(loadConfig({ SVC_DATA_DIR: template }, tmpdir()))
+  await Effect.runPromise(Effect.scoped(Layer.build(
+    MigrationsLive.pipe(Layer.provide(DatabaseLive), Layer.provide(Layer.succeed(AppConfig, config)))
+  )))
+  return template
+}
+
+/** Adds `count` synthetic chunks to one document of a new agent, in batches of SQL. */
+const syntheticAgent = async (gateway: TestGateway, key: string, count: number) => {
+  const agent = (await gateway.request("POST", "/v1/agents", { key, body: { name: `bench ${count}`, instructions: "" } })).body
+  const document = (await gateway.request("POST", `/v1/agents/${agent.id}/documents`, { key, body: { title: "seed", text: "seed text" } })).body
+  const vocabulary = [...new Set(documents.flatMap((doc) => doc.text.toLowerCase().match(/[a-z]+/g) ?? []))]
+  const batch = 2_000
+  for (let start = 0; start < count; start += batch) {
+    const rows = Array.from({ length: Math.min(batch, count - start) }, (_, i) => ({
+      id: `chk_bench_${count}_${start + i}`,
+      text: Array.from({ length: 60 }, () => vocabulary[Math.floor(Math.random() * vocabulary.length)]).join(" "),
+      embedding: Array.from({ length: DIMENSIONS }, () => Math.random() * 2 - 1)
+    }))
+    await gateway.query(
+      `INSERT INTO agent_chunks (id, document_id, agent_id, ordinal, text, embedding)
+       SELECT r.id, $1, $2, 0, r.text, r.embedding FROM jsonb_to_recordset($3::jsonb) AS r(id text, text text, embedding real[])`,
+      [document.id, agent.id, JSON.stringify(rows)]
+    )
+  }
+  return agent.id as string
+}
+
+const latency = async (gateway: TestGateway, key: string, label: string) => {
+  const lines: Array<string> = []
+  for (const size of SIZES) {
+    const agentId = await syntheticAgent(gateway, key, size)
+    const times: Array<number> = []
+    for (const question of questions.slice(0, queriesFor(size))) {
+      const embedding = Array.from({ length: DIMENSIONS }, () => Math.random() * 2 - 1)
+      const started = performance.now()
+      await gateway.run(Effect.flatMap(Retrieval, (retrieval) => retrieval.search(agentId, question.question, embedding, 5)))
+      times.push(performance.now() - started)
+    }
+    times.sort((a, b) => a - b)
+    lines.push(`| ${label} | ${size.toLocaleString("en")} | ${percentile(times, 0.5).toFixed(1)} | ${percentile(times, 0.95).toFixed(1)} |`)
+  }
+  return lines
+}
+
+export const retrievalBench = async () => {
+  const serverUrl = process.env.DATABASE_URL
+  delete process.env.DATABASE_URL
+  const template = await pgliteTemplate()
+  process.env[TEMPLATE_ENV] = template
+  const rows: Array<string> = []
+  try {
+    const gateway = await startGateway()
+    const { key } = await gateway.account({ credit: "1000", scopes: ["agents", "chat"] })
+    const { result } = await evaluateRetrieval(gateway, key)
+    console.log(`Retrieval recall on the evaluation set (${documents.length} documents, ${questions.length} questions):\n`)
+    console.log(`${scoreTable("All questions", result.all)}\n\n${scoreTable("Paraphrased half", result.paraphrased)}\n`)
+    rows.push(...await latency(gateway, key, "PGlite"))
+    await gateway.close()
+    if (serverUrl !== undefined && serverUrl !== "") {
+      process.env.DATABASE_URL = serverUrl
+      const server = await startGateway()
+      const account = await server.account({ credit: "1000", scopes: ["agents", "chat"] })
+      rows.push(...await latency(server, account.key, "PostgreSQL"))
+      await server.close()
+    }
+  } finally {
+    rmSync(template, { recursive: true, force: true })
+  }
+  console.log(["Hybrid search latency (ms, one agent):", "| database | chunks | p50 | p95 |", "|---|---|---|---|", ...rows].join("\n"))
+}
