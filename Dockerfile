@@ -26,9 +26,10 @@ ENV NODE_ENV=production \
     PORT=8080 \
     SVC_DATA_DIR=/data
 COPY --from=build /app/package.json ./
-# Everything else is inside the bundle; PGlite stays outside for its WebAssembly and data files
-# (test/deployment.test.ts runs the bundle with this package alone).
+# Everything else is inside the bundle; PGlite and its pgvector stay outside for their WebAssembly
+# and data files (test/deployment.test.ts runs the bundle with these packages alone).
 COPY --from=build /app/node_modules/@electric-sql/pglite ./node_modules/@electric-sql/pglite
+COPY --from=build /app/node_modules/@electric-sql/pglite-pgvector ./node_modules/@electric-sql/pglite-pgvector
 COPY --from=build /app/dist ./dist
 # The embedded database's directory, writable by the unprivileged user the server runs as.
 RUN mkdir -p /data && chown node:node /data

@@ -36,8 +36,8 @@ if (!process.argv.includes("--if-stale") || stale()) {
     platform: "node",
     format: "esm",
     target: "node20",
-    // PGlite loads its WebAssembly and data files next to its own module; optional native addons stay optional.
-    external: ["@electric-sql/pglite", "pg-native", "bufferutil", "utf-8-validate"],
+    // PGlite (and its pgvector) load their WebAssembly and data files next to their own modules; optional native addons stay optional.
+    external: ["@electric-sql/pglite", "@electric-sql/pglite-pgvector", "pg-native", "bufferutil", "utf-8-validate"],
     // Bundled CommonJS packages call require(); an ES module has none of its own.
     banner: { js: '#!/usr/bin/env node\nimport { createRequire as svcCreateRequire } from "node:module"\nconst require = svcCreateRequire(import.meta.url)' },
     minify: true,

@@ -68,17 +68,20 @@ describe("Dockerfile", () => {
     expect(ofFinal("COPY").map((args) => args.split(/\s+/)[1])).toEqual([
       "/app/package.json",
       "/app/node_modules/@electric-sql/pglite",
+      "/app/node_modules/@electric-sql/pglite-pgvector",
       "/app/dist"
     ])
     expect(dockerfile.some(([keyword, args]) => keyword === "RUN" && args === "npm run build")).toBe(true)
   })
 
-  it("copies all the bundle needs: it serves with no other package than PGlite beside it", async () => {
-    // What the image holds, laid out in a directory: dist/ and node_modules/@electric-sql/pglite.
+  it("copies all the bundle needs: it serves with no other package than PGlite and its pgvector beside it", async () => {
+    // What the image holds, laid out in a directory: dist/ (with the word vectors) and the two PGlite packages.
     const image = mkdtempSync(join(tmpdir(), "svc-image-"))
     cpSync("dist", join(image, "dist"), { recursive: true })
     mkdirSync(join(image, "node_modules/@electric-sql"), { recursive: true })
-    symlinkSync(resolve("node_modules/@electric-sql/pglite"), join(image, "node_modules/@electric-sql/pglite"))
+    for (const name of ["pglite", "pglite-pgvector"]) {
+      symlinkSync(resolve(`node_modules/@electric-sql/${name}`), join(image, `node_modules/@electric-sql/${name}`))
+    }
     writeFileSync(join(image, "package.json"), readFileSync("package.json"))
     const port = await freePort()
     const server = spawn(process.execPath, ["dist/main.js"], {
@@ -97,6 +100,19 @@ describe("Dockerfile", () => {
         ready = await fetch(`http://127.0.0.1:${port}/readyz`).then((answer) => answer.status, () => 0)
         if (ready !== 200) await new Promise<void>((wake) => setTimeout(wake, 200))
       }
+      // The word vectors beside the bundle are found: a synonym lies nearer than an unrelated word.
+      const call = (path: string, key: string, body: unknown) =>
+        fetch(`http://127.0.0.1:${port}${path}`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+          body: JSON.stringify(body)
+        }).then((answer) => answer.json() as Promise<any>)
+      const account = await call("/v1/admin/accounts", "k", { name: "image", credit_usd: "1" })
+      const { key } = await call(`/v1/admin/accounts/${account.id}/keys`, "k", { scopes: ["chat"] })
+      const embedded = await call("/v1/embeddings", key, { model: "svc/embed", input: ["automobile", "car", "soup"] })
+      const [auto, car, soup] = embedded.data.map((item: any) => item.embedding as Array<number>)
+      const dot = (a: Array<number>, b: Array<number>) => a.reduce((sum, x, i) => sum + x * b[i]!, 0)
+      expect(dot(auto, car)).toBeGreaterThan(dot(auto, soup) + 0.1)
     } finally {
       server.kill("SIGTERM")
       await new Promise<void>((exited) => server.exitCode !== null ? exited() : server.once("exit", () => exited()))

@@ -1,9 +1,10 @@
 /**
  * Hybrid retrieval in PostgreSQL. Full text: the query's stemmed words,
  * any of them (`|`), ranked by `ts_rank` normalised by document length, on
- * the chunks' GIN index. Vectors: an exact scan of the agent's chunk
- * embeddings by cosine similarity (the same ranking on PGlite and any
- * PostgreSQL server; an approximate index is for when knowledge grows large).
+ * the chunks' GIN index. Vectors: exact cosine ranking of the agent's chunk
+ * embeddings, by pgvector in the database where it is installed
+ * (vectorSearch.ts; always on PGlite), else by a scan in the gateway: the
+ * same ranking either way (an approximate index is for later, at larger scale).
  * Each side contributes its best `CANDIDATES`; weighted reciprocal rank
  * fusion (fusion.ts) orders the union.
  */
@@ -11,6 +12,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
 import { Retrieval, type Source } from "../../services/Retrieval.ts"
 import { cosine, fuse, VECTOR_WEIGHT } from "./fusion.ts"
+import { prepareVectorSearch, vectorLiteral } from "./vectorSearch.ts"
 
 /** How many chunks each ranking hands to the fusion. */
 const CANDIDATES = 50
@@ -39,7 +41,17 @@ export const RetrievalPg = Layer.effect(
         ORDER BY ts_rank(c.search, q.query, 1) DESC, c.id
         LIMIT ${CANDIDATES}`
 
-    const semantic = (agentId: string, embedding: ReadonlyArray<number>) =>
+    const inDatabase = yield* prepareVectorSearch(sql)
+
+    const semanticInDatabase = (agentId: string, embedding: ReadonlyArray<number>) =>
+      sql<ChunkRow>`
+        SELECT c.id, c.document_id, d.title, c.text
+        FROM agent_chunks c JOIN agent_documents d ON d.id = c.document_id
+        WHERE c.agent_id = ${agentId} AND vector_dims(c.embedding_vector) = ${embedding.length}
+        ORDER BY c.embedding_vector <=> ${vectorLiteral(embedding)}::vector, c.id
+        LIMIT ${CANDIDATES}`
+
+    const semanticScan = (agentId: string, embedding: ReadonlyArray<number>) =>
       Effect.map(
         sql<ChunkRow & { readonly embedding: ReadonlyArray<number> }>`
           SELECT c.id, c.document_id, d.title, c.text, c.embedding
@@ -58,7 +70,11 @@ export const RetrievalPg = Layer.effect(
         Effect.gen(function*() {
           const [byWords, byMeaning] = yield* Effect.all([
             lexical(agentId, query),
-            queryEmbedding === undefined ? Effect.succeed([]) : semantic(agentId, queryEmbedding)
+            queryEmbedding === undefined
+              ? Effect.succeed([])
+              : inDatabase
+              ? semanticInDatabase(agentId, queryEmbedding)
+              : semanticScan(agentId, queryEmbedding)
           ])
           const rows = new Map<string, ChunkRow>()
           for (const row of [...byWords, ...byMeaning]) rows.set(row.id, row)

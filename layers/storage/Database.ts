@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node
 import { join } from "node:path"
 import { PgClient } from "@effect/sql-pg"
 import { PGlite } from "@electric-sql/pglite"
+import { vector } from "@electric-sql/pglite-pgvector"
 import { createPgConfig } from "@electric-sql/pglite/node-postgres"
 import { SqlError } from "@effect/sql/SqlError"
 import { Cause, Data, Effect, Layer, Redacted } from "effect"
@@ -131,7 +132,8 @@ export const openPglite = (dataDir: string) =>
   Effect.zipRight(
     lockDataDir(dataDir),
     Effect.acquireRelease(
-      Effect.promise(() => PGlite.create(dataDir)),
+      // pgvector ships as a PGlite extension: vector search runs in the database (layers/knowledge/vectorSearch.ts).
+      Effect.promise(() => PGlite.create(dataDir, { extensions: { vector } })),
       (pglite) => Effect.promise(() => pglite.close())
     )
   )
