@@ -14,6 +14,7 @@ import { Console, Effect, Exit, Layer, Logger, LogLevel, ManagedRuntime } from "
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Core } from "../layers/Core.ts"
 import { loadConfig } from "../layers/platform/ConfigLive.ts"
+import { Agents } from "../services/Agents.ts"
 import { AppConfig } from "../services/Config.ts"
 import { type OperatorServices, runCli } from "../src/cli/commands.ts"
 import { freshDatabase, type TestDatabase } from "./support/database.ts"
@@ -223,13 +224,42 @@ describe("svc CLI", () => {
     expect(await fails(["keys", "list", "acct_x"])).toBe("svc: not_found: No account acct_x.")
   }, slow)
 
+  it("lists, shows and deletes an account's agents and their documents", async () => {
+    const owner = (await ok("accounts", "create", "--name", "Agent owner")).id
+    const { agent, document } = await runtime!.runPromise(Effect.gen(function*() {
+      const agents = yield* Agents
+      const agent = yield* agents.create(owner, {
+        name: "helper",
+        instructions: "Be brief.",
+        routing: { model: "auto" },
+        embeddingModel: "svc/embed",
+        conversationCap: 10
+      })
+      const document = yield* agents.addDocument(owner, agent.id, { title: "Notes", characters: 5, receiptId: null }, [
+        { text: "notes", embedding: [1, 0] }
+      ])
+      return { agent, document }
+    }))
+    const listed = await ok("agents", "list", owner)
+    expect(listed).toMatchObject({ object: "list", data: [{ id: agent.id, object: "agent", name: "helper", document_count: 1 }] })
+    expect(await ok("agents", "show", owner, agent.id)).toEqual(listed.data[0])
+    expect(await ok("agents", "documents", owner, agent.id)).toMatchObject({ data: [{ id: document.id, title: "Notes", chunks: 1 }] })
+    expect(await ok("agents", "delete-document", owner, agent.id, document.id)).toMatchObject({ id: document.id })
+    expect((await ok("agents", "documents", owner, agent.id)).data).toEqual([])
+    expect(await ok("agents", "delete", owner, agent.id)).toMatchObject({ id: agent.id })
+    // Gone, and another account's agent is as unknown as a deleted one.
+    expect(await svc(["agents", "show", owner, agent.id])).toMatchObject({ code: 1, stderr: `svc: not_found: No agent ${agent.id}.\n` })
+    expect(await svc(["agents", "show", account, agent.id])).toMatchObject({ code: 1 })
+  }, slow)
+
   it("describes every command and every flag in --help, styled only where colour is allowed", async () => {
     const commands = [
       [],
       ["accounts"], ["accounts", "create"], ["accounts", "show"], ["accounts", "list"], ["accounts", "limits"],
       ["keys"], ["keys", "create"], ["keys", "list"], ["keys", "limits"], ["keys", "revoke"],
       ["credits"], ["credits", "add"],
-      ["prompt-keys"], ["prompt-keys", "rotate"]
+      ["prompt-keys"], ["prompt-keys", "rotate"],
+      ["agents"], ["agents", "list"], ["agents", "show"], ["agents", "delete"], ["agents", "documents"], ["agents", "delete-document"]
     ]
     // What @effect/cli says of every flag of a kind; a flag needs words of its own besides.
     const generic = /^(A user-defined piece of text\.|A true or false value\.|This setting is optional\.|This option may be repeated.*|One of the following: .*)$/

@@ -10,6 +10,7 @@
 import { Args, Command, Options, ValidationError } from "@effect/cli"
 import { Cause, Console, Effect, type Layer, Option } from "effect"
 import { Accounts } from "../../services/Accounts.ts"
+import { Agents } from "../../services/Agents.ts"
 import { ApiKeys } from "../../services/ApiKeys.ts"
 import { codeOf, isApiError } from "../../services/ApiError.ts"
 import { ConfigInvalid } from "../../services/Config.ts"
@@ -25,18 +26,19 @@ import {
   toLedgerRecord
 } from "../handlers/Admin.ts"
 import { configLine } from "../start/failureLines.ts"
+import { agentCommands } from "./agentCommands.ts"
 import { decodeFlags, limitFlag, limitValue, numberOrText, pageFlags } from "./flags.ts"
 import { type Colour, colourOfProcess, withColourWhere } from "./plainOutput.ts"
 
 /** What the commands need: the app's services (the database opens only once a command's input is valid). */
-export type OperatorServices = Layer.Layer<Accounts | ApiKeys | SealedPrompts, unknown>
+export type OperatorServices = Layer.Layer<Accounts | ApiKeys | SealedPrompts | Agents, unknown>
 
 const described = (description: string) => Command.withDescription(description)
 
 /** The `svc` command tree, running each command against `services`. */
 const commandsWith = (services: OperatorServices) => {
   /** Runs against the services and prints the record. */
-  const output = <A, E>(effect: Effect.Effect<A, E, Accounts | ApiKeys | SealedPrompts>) =>
+  const output = <A, E>(effect: Effect.Effect<A, E, Accounts | ApiKeys | SealedPrompts | Agents>) =>
     effect.pipe(
       Effect.provide(services),
       Effect.flatMap((record) => Console.log(JSON.stringify(record, null, 2)))
@@ -164,7 +166,7 @@ const commandsWith = (services: OperatorServices) => {
   ).pipe(described("Make a new operator key for the admin API and print it once; the previous one stops working"))
 
   return Command.make("svc").pipe(
-    described("Operate the svc gateway: accounts, API keys, credits, prompt-sealing keys and the operator key, on its configured database"),
+    described("Operate the svc gateway: accounts, API keys, credits, agents, prompt-sealing keys and the operator key, on its configured database"),
     Command.withSubcommands([
       Command.make("accounts").pipe(
         described("Customer accounts"),
@@ -175,6 +177,7 @@ const commandsWith = (services: OperatorServices) => {
         Command.withSubcommands([keysCreate, keysList, keysLimits, keysRevoke])
       ),
       Command.make("credits").pipe(described("Prepaid credit"), Command.withSubcommands([creditsAdd])),
+      agentCommands(output, pageOf),
       Command.make("prompt-keys").pipe(
         described("The key that callers seal encrypted prompts to (GET /v1/privacy/keys)"),
         Command.withSubcommands([promptKeysRotate])

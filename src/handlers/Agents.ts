@@ -1,39 +1,14 @@
 /** The agent management endpoints: shapes in and out; the work is in layers/agents and layers/knowledge. */
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
-import type { Agent, AgentDocument } from "../../services/Agents.ts"
 import { Agents } from "../../services/Agents.ts"
 import { Unauthorized } from "../../services/ApiError.ts"
 import { Knowledge } from "../../services/Knowledge.ts"
 import { createAgent } from "../../layers/agents/agentCreation.ts"
-import type { AgentRecord, DocumentRecord } from "../api/AgentRecords.ts"
 import { Api } from "../api/Api.ts"
 import { listRecord, pageRequestOf } from "../api/Lists.ts"
 import { CurrentPrincipal } from "../api/Security.ts"
-
-export const toAgentRecord = (agent: Agent): typeof AgentRecord.Type => ({
-  id: agent.id,
-  object: "agent",
-  name: agent.name,
-  instructions: agent.instructions,
-  routing: agent.routing,
-  embedding_model: agent.embeddingModel,
-  conversation_cap: agent.conversationCap,
-  conversation_count: agent.conversationCount,
-  document_count: agent.documentCount,
-  created_at: agent.createdAt.toISOString()
-})
-
-export const toDocumentRecord = (document: AgentDocument): typeof DocumentRecord.Type => ({
-  id: document.id,
-  object: "agent.document",
-  agent_id: document.agentId,
-  title: document.title,
-  characters: document.characters,
-  chunks: document.chunkCount,
-  receipt_id: document.receiptId,
-  created_at: document.createdAt.toISOString()
-})
+import { toAgentRecord, toDocumentRecord } from "./agentRecords.ts"
 
 /** The caller as an account holder (keys with the `agents` scope always belong to one). */
 const accountHolder = Effect.flatMap(CurrentPrincipal, (principal) =>
