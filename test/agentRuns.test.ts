@@ -141,6 +141,17 @@ describe("agent runs", () => {
     expect(answer.headers.get("deprecation")).toBe("true")
     expect(new Date(answer.headers.get("sunset")!).toUTCString()).toBe(answer.headers.get("sunset"))
     expect(answer.headers.get("link")).toBe("</v1/agents/runs>; rel=\"successor-version\"")
+    // Refusals say so too, and a stream.
+    const missing = await gateway.request("POST", "/v1/agents/agt_unknown/chat", { key: account.key, body: { input: "hi" } })
+    expect(missing.status).toBe(404)
+    expect(missing.headers.get("deprecation")).toBe("true")
+    const streamed = await fetch(`${gateway.url}/v1/agents/${agentId}/chat?stream=true`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${account.key}`, "content-type": "application/json" },
+      body: JSON.stringify({ input: "Shipping times?" })
+    })
+    expect(streamed.headers.get("sunset")).toBe(answer.headers.get("sunset"))
+    expect(await streamed.text()).toContain("event: run.completed")
   })
 
   it("caps conversations per agent: the first over the cap is 429, and continuing one still works", async () => {

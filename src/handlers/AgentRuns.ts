@@ -3,7 +3,7 @@
  * made once per `Idempotency-Key` like a chat call; the deprecated
  * `/v1/agents/{agentId}/chat` is the same run with its deprecation headers.
  */
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
 import { AgentRuns, type RunRequest } from "../../services/AgentRuns.ts"
 import type { Principal } from "../../services/ApiKeys.ts"
@@ -48,10 +48,14 @@ export const AgentRunsHandlers = HttpApiBuilder.group(Api, "agentRuns", (handler
         Effect.flatMap(CurrentPrincipal, (principal) =>
           answer(principal, payload, { stream: urlParams.stream === true, idempotencyKey: headers["idempotency-key"], headers: {} })))
       .handle("legacyAgentChat", ({ headers, path, payload, urlParams }) =>
-        Effect.flatMap(CurrentPrincipal, (principal) =>
-          answer(principal, { agent: path.agentId, ...payload }, {
+        Effect.gen(function*() {
+          // On every answer of the deprecated path, refusals included.
+          yield* HttpApp.appendPreResponseHandler((_, response) => Effect.succeed(HttpServerResponse.setHeaders(response, deprecation)))
+          const principal = yield* CurrentPrincipal
+          return yield* answer(principal, { agent: path.agentId, ...payload }, {
             stream: urlParams.stream === true,
             idempotencyKey: headers["idempotency-key"],
-            headers: deprecation
-          })))
+            headers: {}
+          })
+        }))
   }))
