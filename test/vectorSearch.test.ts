@@ -1,8 +1,8 @@
 /**
- * Vector ranking in the database (pgvector) ranks an agent's chunks exactly
- * as the scan in the gateway does, on the same data: PGlite always has
- * pgvector; a PostgreSQL server is detected, and without pgvector the scan
- * serves (the CI server has none, so there the test checks the detection).
+ * Vector ranking in the database ranks an agent's chunks exactly as cosine
+ * similarity computed in JavaScript does, on the same data: with pgvector
+ * (PGlite always has it) and with plain SQL (a PostgreSQL server without it,
+ * as on CI), so both suite runs check one path each.
  */
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -32,7 +32,7 @@ describe("vector search", () => {
     expect(await hasVectorColumn()).toBe(offered)
   })
 
-  it("ranks like the exact scan in the gateway, on the same chunks", async () => {
+  it("ranks exactly as cosine similarity computed here does, on the same chunks", async () => {
     const { key } = await gateway.account({ credit: "5", scopes: ["agents"] })
     const agent = (await gateway.request("POST", "/v1/agents", { key, body: { name: "vectors", instructions: "" } })).body
     const document = (await gateway.request("POST", `/v1/agents/${agent.id}/documents`, { key, body: { title: "seed", text: "seed" } })).body

@@ -3,16 +3,16 @@
  * any of them (`|`), ranked by `ts_rank` normalised by document length, on
  * the chunks' GIN index. Vectors: exact cosine ranking of the agent's chunk
  * embeddings, by pgvector in the database where it is installed
- * (vectorSearch.ts; always on PGlite), else by a scan in the gateway: the
- * same ranking either way (an approximate index is for later, at larger scale).
+ * (vectorSearch.ts; always on PGlite), else by computing the cosine in SQL:
+ * the same ranking either way (an approximate index is for later, at larger scale).
  * Each side contributes its best `CANDIDATES`; weighted reciprocal rank
  * fusion (fusion.ts) orders the union.
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
 import { Retrieval, type Source } from "../../services/Retrieval.ts"
-import { cosine, fuse, VECTOR_WEIGHT } from "./fusion.ts"
-import { prepareVectorSearch, vectorLiteral } from "./vectorSearch.ts"
+import { fuse, VECTOR_WEIGHT } from "./fusion.ts"
+import { prepareVectorSearch, toFloat8Array, vectorLiteral } from "./vectorSearch.ts"
 
 /** How many chunks each ranking hands to the fusion. */
 const CANDIDATES = 50
@@ -51,19 +51,18 @@ export const RetrievalPg = Layer.effect(
         ORDER BY c.embedding_vector <=> ${vectorLiteral(embedding)}::vector, c.id
         LIMIT ${CANDIDATES}`
 
+    // Without pgvector: the same exact ranking, computed where the vectors are (no vector leaves the database).
     const semanticScan = (agentId: string, embedding: ReadonlyArray<number>) =>
-      Effect.map(
-        sql<ChunkRow & { readonly embedding: ReadonlyArray<number> }>`
-          SELECT c.id, c.document_id, d.title, c.text, c.embedding
-          FROM agent_chunks c JOIN agent_documents d ON d.id = c.document_id
-          WHERE c.agent_id = ${agentId}`,
-        (rows) =>
-          rows
-            .map((row) => ({ row, similarity: cosine(embedding, row.embedding) }))
-            .sort((a, b) => b.similarity - a.similarity || (a.row.id < b.row.id ? -1 : 1))
-            .slice(0, CANDIDATES)
-            .map(({ row }) => row)
-      )
+      sql<ChunkRow>`
+        SELECT c.id, c.document_id, d.title, c.text
+        FROM agent_chunks c JOIN agent_documents d ON d.id = c.document_id,
+          LATERAL (
+            SELECT sum(x::float8 * y) AS dot, sum(x::float8 * x) AS squares
+            FROM unnest(c.embedding, ${toFloat8Array(embedding)}::float8[]) AS t(x, y)
+          ) s
+        WHERE c.agent_id = ${agentId} AND array_length(c.embedding, 1) = ${embedding.length}
+        ORDER BY s.dot / nullif(sqrt(s.squares), 0) DESC NULLS LAST, c.id
+        LIMIT ${CANDIDATES}`
 
     return Retrieval.of({
       search: (agentId, query, queryEmbedding, k) =>

@@ -4,8 +4,8 @@
  * not have it installed, so it is detected at start. With it, each chunk's
  * `embedding` (real[]) is mirrored into `embedding_vector` by a trigger, and
  * the agent's chunks are ranked by cosine distance in one statement. The
- * ranking is exact (no approximate index), the same as the scan in
- * JavaScript that serves databases without pgvector (a test says so).
+ * ranking is exact (no approximate index), the same as the cosine computed
+ * in plain SQL that serves databases without pgvector (a test says so).
  */
 import type { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
@@ -35,11 +35,14 @@ export const prepareVectorSearch = (sql: SqlClient.SqlClient): Effect.Effect<boo
     }).pipe(sql.withTransaction)
     return true
   }).pipe(
-    // A server that offers pgvector but will not let us create it (privileges): the scan in JavaScript serves.
+    // A server that offers pgvector but will not let us create it (privileges): the plain SQL ranking serves.
     Effect.catchAll((error) =>
-      Effect.as(Effect.logWarning("pgvector is offered but could not be set up; ranking vectors in the gateway", error), false)
+      Effect.as(Effect.logWarning("pgvector is offered but could not be set up; ranking vectors in plain SQL", error), false)
     )
   )
 
 /** The pgvector literal of an embedding. */
 export const vectorLiteral = (embedding: ReadonlyArray<number>) => `[${embedding.join(",")}]`
+
+/** The PostgreSQL array literal of an embedding, as double precision. */
+export const toFloat8Array = (embedding: ReadonlyArray<number>) => `{${embedding.join(",")}}`
