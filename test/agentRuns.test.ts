@@ -178,6 +178,27 @@ describe("agent runs", () => {
     expect(Number(n)).toBe(3)
   })
 
+  it.skipIf(!process.env.DATABASE_URL)(
+    process.env.DATABASE_URL
+      ? "gives the last slot to one run when two gateways on one database race for it"
+      : "gives the last slot to one run when two gateways race (skipped: needs DATABASE_URL — PGlite serves one process only)",
+    async () => {
+      const { account, agentId } = await agentWithKnowledge({ cap: 2 })
+      const other = await startGateway({ database: gateway.database })
+      try {
+        const ask = (target: TestGateway, i: number) =>
+          target.request("POST", "/v1/agents/runs", { key: account.key, body: { agent: agentId, input: `race ${i}` } })
+        const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => ask(i % 2 === 0 ? gateway : other, i)))
+        expect(answers.filter((answer) => answer.status === 200)).toHaveLength(2)
+        expect(answers.filter((answer) => answer.status === 429)).toHaveLength(8)
+        const [{ n }] = await gateway.query<{ n: string }>("SELECT count(*)::text AS n FROM agent_conversations WHERE agent_id = $1", [agentId])
+        expect(Number(n)).toBe(2)
+      } finally {
+        await other.close()
+      }
+    }
+  )
+
   describe("refusals write nothing", () => {
     const refusals: ReadonlyArray<[string, (ids: { key: string; agentId: string; otherAgent: string; otherConversation: string }) => Promise<any>, number, string]> = [
       ["bad JSON", ({ key }) => gateway.request("POST", "/v1/agents/runs", { key, body: "{\"agent\": " }), 400, "invalid_request"],
