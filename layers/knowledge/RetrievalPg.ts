@@ -46,10 +46,15 @@ export const RetrievalPg = Layer.effect(
     const semanticInDatabase = (agentId: string, embedding: ReadonlyArray<number>) =>
       sql<ChunkRow>`
         SELECT c.id, c.document_id, d.title, c.text
-        FROM agent_chunks c JOIN agent_documents d ON d.id = c.document_id
-        WHERE c.agent_id = ${agentId} AND vector_dims(c.embedding_vector) = ${embedding.length}
-        ORDER BY c.embedding_vector <=> ${vectorLiteral(embedding)}::vector, c.id
-        LIMIT ${CANDIDATES}`
+        FROM (
+          SELECT chunk_id, embedding <=> ${vectorLiteral(embedding)}::vector AS distance
+          FROM agent_chunk_vectors
+          WHERE agent_id = ${agentId} AND dimensions = ${embedding.length}
+          ORDER BY distance, chunk_id
+          LIMIT ${CANDIDATES}
+        ) nearest
+        JOIN agent_chunks c ON c.id = nearest.chunk_id JOIN agent_documents d ON d.id = c.document_id
+        ORDER BY nearest.distance, nearest.chunk_id`
 
     // Without pgvector: the same exact ranking, computed where the vectors are (no vector leaves the database).
     const semanticScan = (agentId: string, embedding: ReadonlyArray<number>) =>
@@ -74,7 +79,8 @@ export const RetrievalPg = Layer.effect(
               : inDatabase
               ? semanticInDatabase(agentId, queryEmbedding)
               : semanticScan(agentId, queryEmbedding)
-          ])
+            // Two statements at once on a server's pool (the embedded database runs them in turn).
+          ], { concurrency: 2 })
           const rows = new Map<string, ChunkRow>()
           for (const row of [...byWords, ...byMeaning]) rows.set(row.id, row)
           return fuse([

@@ -2,8 +2,9 @@
  * Vector ranking in the database where it can: pgvector. PGlite always has
  * it (the extension ships with the gateway); a PostgreSQL server may or may
  * not have it installed, so it is detected at start. With it, each chunk's
- * `embedding` (real[]) is mirrored into `embedding_vector` by a trigger, and
- * the agent's chunks are ranked by cosine distance in one statement. The
+ * `embedding` (real[]) is mirrored by a trigger into `agent_chunk_vectors`,
+ * narrow rows that scan quickly, and the agent's chunks are ranked by cosine
+ * distance in one statement. The
  * ranking is exact (no approximate index), the same as the cosine computed
  * in plain SQL that serves databases without pgvector (a test says so).
  */
@@ -20,18 +21,32 @@ export const prepareVectorSearch = (sql: SqlClient.SqlClient): Effect.Effect<boo
       // Processes starting together take turns (the same key as nothing else uses).
       yield* sql`SELECT pg_advisory_xact_lock(727274)`
       yield* sql`CREATE EXTENSION IF NOT EXISTS vector`
-      yield* sql`ALTER TABLE agent_chunks ADD COLUMN IF NOT EXISTS embedding_vector vector`
+      // Narrow rows of their own: a chunk's row (text, words, array) is too wide to scan quickly.
+      yield* sql`
+        CREATE TABLE IF NOT EXISTS agent_chunk_vectors (
+          chunk_id text PRIMARY KEY REFERENCES agent_chunks (id) ON DELETE CASCADE,
+          agent_id text NOT NULL,
+          dimensions integer NOT NULL,
+          embedding vector NOT NULL
+        )`
+      yield* sql`CREATE INDEX IF NOT EXISTS agent_chunk_vectors_agent ON agent_chunk_vectors (agent_id, dimensions)`
       yield* sql.unsafe(`
-        CREATE OR REPLACE FUNCTION agent_chunks_embedding_vector() RETURNS trigger LANGUAGE plpgsql AS $$
+        CREATE OR REPLACE FUNCTION agent_chunks_vector() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
-          NEW.embedding_vector := NEW.embedding::vector;
-          RETURN NEW;
+          INSERT INTO agent_chunk_vectors (chunk_id, agent_id, dimensions, embedding)
+          VALUES (NEW.id, NEW.agent_id, cardinality(NEW.embedding), NEW.embedding::vector)
+          ON CONFLICT (chunk_id) DO UPDATE SET embedding = EXCLUDED.embedding, dimensions = EXCLUDED.dimensions;
+          RETURN NULL;
         END $$`)
       yield* sql`
-        CREATE OR REPLACE TRIGGER agent_chunks_embedding_vector
-        BEFORE INSERT OR UPDATE OF embedding ON agent_chunks
-        FOR EACH ROW EXECUTE FUNCTION agent_chunks_embedding_vector()`
-      yield* sql`UPDATE agent_chunks SET embedding_vector = embedding::vector WHERE embedding_vector IS NULL`
+        CREATE OR REPLACE TRIGGER agent_chunks_vector
+        AFTER INSERT OR UPDATE OF embedding ON agent_chunks
+        FOR EACH ROW EXECUTE FUNCTION agent_chunks_vector()`
+      yield* sql`
+        INSERT INTO agent_chunk_vectors (chunk_id, agent_id, dimensions, embedding)
+        SELECT c.id, c.agent_id, cardinality(c.embedding), c.embedding::vector
+        FROM agent_chunks c LEFT JOIN agent_chunk_vectors v ON v.chunk_id = c.id
+        WHERE v.chunk_id IS NULL`
     }).pipe(sql.withTransaction)
     return true
   }).pipe(
