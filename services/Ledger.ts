@@ -117,7 +117,8 @@ export class Ledger extends Context.Tag("svc/Ledger")<Ledger, {
    */
   readonly sweepExpired: (kept?: ReadonlyArray<string>) => Effect.Effect<number>
   /** A receipt of the given account; another account's receipt is not found. */
-  readonly receipt: (accountId: string, id: string) => Effect.Effect<Receipt, NotFound>
+  /** A receipt of the account; `null`: of any account (an operator's read). */
+  readonly receipt: (accountId: string | null, id: string) => Effect.Effect<Receipt, NotFound>
 }>() {}
 
 /** The receipt of a settled call: its bill as charged (`total`); the margin is what is left of it after the upstream cost. */

@@ -15,6 +15,7 @@ import { AgentRunsHandlers } from "./handlers/AgentRuns.ts"
 import { AgentsHandlers } from "./handlers/Agents.ts"
 import { ChatHandlers } from "./handlers/Chat.ts"
 import { EmbeddingsHandlers } from "./handlers/Embeddings.ts"
+import { LogsHandlers } from "./handlers/Logs.ts"
 import { ModelsHandlers } from "./handlers/Models.ts"
 import { PrivacyHandlers } from "./handlers/Privacy.ts"
 import { ProbesHandlers } from "./handlers/Probes.ts"
@@ -36,6 +37,7 @@ const ApiLive = HttpApiBuilder.api(Api).pipe(
     AgentRunsHandlers,
     ModelsHandlers,
     ReceiptsHandlers,
+    LogsHandlers,
     ProvidersHandlers,
     PrivacyHandlers,
     AdminHandlers,

@@ -71,7 +71,10 @@ const pipeline = (primary: ReadonlyArray<Scripted>, backup: ReadonlyArray<Script
       CatalogueFixed([{ model, deployments }]),
       health,
       ledger.layer,
-      Layer.succeed(EventLog, { record: (event) => Effect.sync(() => void events.push(event)) }),
+      Layer.succeed(EventLog, {
+        record: (event) => Effect.sync(() => void events.push(event)),
+        list: () => Effect.die("not read here")
+      }),
       AttestationTest({}),
       SealedPromptsTest(),
       RouterStrategiesLive,

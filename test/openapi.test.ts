@@ -45,6 +45,7 @@ describe("openapi.json", () => {
       "/v1/agents/{id}/documents/{documentId}",
       "/v1/chat/completions",
       "/v1/embeddings",
+      "/v1/logs",
       "/v1/models",
       "/v1/models/{id}",
       "/v1/privacy/keys",

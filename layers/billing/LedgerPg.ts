@@ -85,7 +85,7 @@ export const LedgerPg = Layer.scoped(
       sweepExpired: sweepExpired(sql),
 
       receipt: (accountId, id) =>
-        sql<ReceiptRow>`SELECT * FROM receipts WHERE id = ${id} AND account_id = ${accountId}`.pipe(
+        sql<ReceiptRow>`SELECT * FROM receipts WHERE id = ${id} AND (${accountId}::text IS NULL OR account_id = ${accountId})`.pipe(
           Effect.orDie,
           Effect.flatMap(([row]) =>
             row === undefined

@@ -15,6 +15,7 @@ import operatorKey from "./migrations/0010_operator_key.ts"
 import agents from "./migrations/0011_agents.ts"
 import conversations from "./migrations/0012_conversations.ts"
 import receiptLineItems from "./migrations/0013_receipt_line_items.ts"
+import eventOrder from "./migrations/0014_event_order.ts"
 
 const MIGRATIONS: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_accounts_keys_ledger": accountsKeysLedger,
@@ -29,7 +30,8 @@ const MIGRATIONS: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClien
   "0010_operator_key": operatorKey,
   "0011_agents": agents,
   "0012_conversations": conversations,
-  "0013_receipt_line_items": receiptLineItems
+  "0013_receipt_line_items": receiptLineItems,
+  "0014_event_order": eventOrder
 }
 
 /** The newest migration this build knows; `/readyz` is ready once the database has it. */

@@ -10,6 +10,7 @@ import { AgentRunsGroup } from "./AgentRunsGroup.ts"
 import { AgentsGroup } from "./AgentsGroup.ts"
 import { ChatGroup } from "./ChatGroup.ts"
 import { EmbeddingsGroup } from "./EmbeddingsGroup.ts"
+import { LogsGroup } from "./LogsGroup.ts"
 import { ModelsGroup } from "./ModelsGroup.ts"
 import { PrivacyGroup } from "./PrivacyGroup.ts"
 import { ProbesGroup } from "./ProbesGroup.ts"
@@ -35,6 +36,7 @@ export class Api extends HttpApi.make("svc")
   .add(AgentRunsGroup)
   .add(ModelsGroup)
   .add(ReceiptsGroup)
+  .add(LogsGroup)
   .add(ProvidersGroup)
   .add(PrivacyGroup)
   .add(AdminGroup)

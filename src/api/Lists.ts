@@ -47,7 +47,7 @@ const PAGE_SIZE_MESSAGE = `must be a whole number from 1 to ${MAX_PAGE_SIZE}`
 const Digits = Schema.String.pipe(Schema.pattern(/^[0-9]{1,4}$/, { message: () => PAGE_SIZE_MESSAGE }))
 
 /** `limit`: digits only (no `1e3`, `1.0` or sign), from 1 to the maximum. */
-const PageSize = Schema.transformOrFail(Digits, Schema.Int, {
+export const PageSize = Schema.transformOrFail(Digits, Schema.Int, {
   strict: true,
   decode: (text, _, ast) => {
     const size = Number(text)

@@ -7,15 +7,21 @@ import { Schema } from "effect"
 import { Wire } from "../../services/ApiError.ts"
 import { documented } from "./operationDocs.ts"
 import { ReceiptRecord, TranscriptRecord } from "./Records.ts"
+import { AccountSelector } from "./monitoringParams.ts"
 import { MonitoringScope } from "./Security.ts"
 
 export class ReceiptsGroup extends HttpApiGroup.make("receipts")
   .add(
     HttpApiEndpoint.get("getReceipt", "/v1/receipts/:id")
       .setPath(Schema.Struct({ id: Schema.String }))
+      .setUrlParams(Schema.Struct({ accountId: Schema.optional(AccountSelector) }))
       .addSuccess(ReceiptRecord)
+      .addError(Wire.Forbidden)
       .addError(Wire.NotFound)
-      .annotateContext(documented("Get a receipt", "The billing record of one call of the key's account."))
+      .annotateContext(documented(
+        "Get a receipt",
+        "The billing record of one call of the key's account; an admin key reads any account's."
+      ))
   )
   .add(
     HttpApiEndpoint.get("getTranscript", "/v1/receipts/:id/transcript")

@@ -9,6 +9,7 @@ import { Api } from "../api/Api.ts"
 import type { ReceiptRecord } from "../api/Records.ts"
 import { CurrentPrincipal } from "../api/Security.ts"
 import { quote } from "../../services/quote.ts"
+import { isAdmin, selectAccount } from "./accountSelector.ts"
 
 export const toReceiptRecord = (receipt: Receipt): typeof ReceiptRecord.Type => ({
   id: receipt.id,
@@ -63,11 +64,14 @@ export const ReceiptsHandlers = HttpApiBuilder.group(Api, "receipts", (handlers)
     const ledger = yield* Ledger
     const transcripts = yield* Transcripts
     return handlers
-      .handle("getReceipt", ({ path }) =>
+      .handle("getReceipt", ({ path, urlParams }) =>
         Effect.gen(function*() {
-          const { accountId } = yield* CurrentPrincipal
-          if (accountId === null) return yield* new NotFound({ message: `No receipt ${quote(path.id)}.`, param: "id" })
-          return toReceiptRecord(yield* ledger.receipt(accountId, path.id))
+          const principal = yield* CurrentPrincipal
+          // An admin key that names no account reads the receipt of whichever account it belongs to.
+          const owner = urlParams.accountId === undefined && isAdmin(principal)
+            ? null
+            : yield* selectAccount(principal, urlParams.accountId)
+          return toReceiptRecord(yield* ledger.receipt(owner, path.id))
         }))
       .handle("getTranscript", ({ path }) =>
         Effect.gen(function*() {

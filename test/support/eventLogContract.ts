@@ -38,4 +38,35 @@ export const eventLogContract = (implementation: MoneyLayers) =>
         const found = (yield* recorded).filter((event) => event.data.key_id === "key_el2")
         expect(found.map(({ accountId, type }) => ({ accountId, type }))).toEqual([{ accountId: null, type: "key.revoked" }])
       }))
+  
+    it.effect("lists an account's events newest first, a page at a time, by type, category, receipt and time", () =>
+      Effect.gen(function*() {
+        const log = yield* EventLog
+        const account = "acct_el3"
+        const types = ["payment.reserved", "payment.settled", "receipt.created", "provider.route", "privacy.class_served"] as const
+        for (const [index, type] of types.entries()) {
+          yield* log.record({ type, accountId: account, receiptId: index % 2 === 0 ? "rcpt_el3" : undefined, data: { index } })
+        }
+        yield* log.record({ type: "payment.reserved", accountId: "acct_el4", data: {} })
+        const all = yield* log.list({ accountId: account, limit: 100 })
+        expect(all.next).toBeNull()
+        expect(all.items.map((event) => event.data.index)).toEqual([4, 3, 2, 1, 0])
+        const walked: Array<unknown> = []
+        let after = undefined as (typeof all.items)[number]["position"] | undefined
+        do {
+          const page = yield* log.list({ accountId: account, limit: 2, after })
+          expect(page.items.length).toBeLessThanOrEqual(2)
+          walked.push(...page.items.map((event) => event.data.index))
+          after = page.next ?? undefined
+        } while (after !== undefined)
+        expect(walked).toEqual([4, 3, 2, 1, 0])
+        const indexes = (page: { readonly items: ReadonlyArray<{ readonly data: Record<string, unknown> }> }) =>
+          page.items.map((event) => event.data.index)
+        expect(indexes(yield* log.list({ accountId: account, limit: 100, type: { exact: "provider.route" } }))).toEqual([3])
+        expect(indexes(yield* log.list({ accountId: account, limit: 100, type: { category: "payment" } }))).toEqual([1, 0])
+        expect(indexes(yield* log.list({ accountId: account, limit: 100, receiptId: "rcpt_el3" }))).toEqual([4, 2, 0])
+        expect((yield* log.list({ accountId: account, limit: 100, to: new Date(0) })).items).toEqual([])
+        expect(indexes(yield* log.list({ accountId: account, limit: 100, from: new Date(0) }))).toEqual([4, 3, 2, 1, 0])
+        expect((yield* log.list({ accountId: "acct_el5", limit: 100 })).items).toEqual([])
+      }))
   })
