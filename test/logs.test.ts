@@ -31,6 +31,19 @@ const walk = async (query: string, limit: number, key = mine.key) => {
   return seen
 }
 
+/**
+ * Waits until the account's log lists `count` receipts: an event is listed once every older
+ * transaction on the server has ended (docs/events.md), and other suites share the server.
+ */
+const untilReceiptsListed = async (key: string, count: number) => {
+  for (let tries = 0; tries < 200; tries++) {
+    const listed = (await logs("?type=receipt.created", key)).body.data
+    if (listed.length >= count) return
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  throw new Error("the receipts' events were never listed")
+}
+
 beforeAll(async () => {
   gateway = await startGateway()
   mine = await gateway.account({ credit: "5", scopes: ["chat", "monitoring"] })
@@ -45,6 +58,8 @@ beforeAll(async () => {
   receiptId = first.headers.get("x-svc-receipt-id")!
   expect((await chat(mine.key)).status).toBe(200)
   expect((await chat(other.key)).status).toBe(200)
+  await untilReceiptsListed(mine.key, 2)
+  await untilReceiptsListed(other.key, 1)
 })
 afterAll(() => gateway?.close())
 
