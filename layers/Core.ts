@@ -23,6 +23,7 @@ import { DatabaseLive } from "./storage/Database.ts"
 import { DatabaseStatusLive } from "./storage/DatabaseStatusLive.ts"
 import { Gateways } from "./gateway/Gateways.ts"
 import { EventLogPg } from "./events/EventLogPg.ts"
+import { UsagePg } from "./monitoring/UsagePg.ts"
 import { HealthPg } from "./health/HealthPg.ts"
 import { HealthReportPg } from "./health/HealthReportPg.ts"
 import { IdempotencyPg } from "./billing/IdempotencyPg.ts"
@@ -71,7 +72,7 @@ export const coreWith = <E, R>(ledger: Layer.Layer<Ledger, E, R>) => {
     // Settlements kept while the database was away: replayed at start, before the first sweep.
     Layer.provideMerge(SettlementJournalFile),
     Layer.provideMerge(
-      Layer.mergeAll(AccountsPg, ApiKeysPg, ledger, IdempotencyPg, SealedPromptsPg, TranscriptsPg, RateLimits, ReadinessPg)
+      Layer.mergeAll(AccountsPg, ApiKeysPg, ledger, IdempotencyPg, SealedPromptsPg, TranscriptsPg, RateLimits, ReadinessPg, UsagePg)
     ),
     Layer.provideMerge(EventLogPg),
     Layer.provideMerge(DatabaseStatusLive),

@@ -21,6 +21,8 @@ export interface Hold {
   /** Also the id of the receipt the call will get. */
   readonly id: string
   readonly reservation: Reservation
+  /** The key that made the call (usage by key). */
+  readonly keyId: string
 }
 
 /** What a served call is billed for, before the amounts are worked out. */

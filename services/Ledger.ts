@@ -78,6 +78,8 @@ export interface Bill {
   readonly attestationVerdicts?: ReadonlyArray<string>
   /** A call of several billable steps: each of them, in order (`cost` is their sum; `model` and `usage` the generation's). */
   readonly lineItems?: ReadonlyArray<LineItem>
+  /** The key that made the call (absent in journal lines kept before keys were recorded). */
+  readonly keyId?: string | undefined
 }
 
 /** The settled record of one call: its bill as charged, without operator-only facts. */
@@ -116,7 +118,6 @@ export class Ledger extends Context.Tag("svc/Ledger")<Ledger, {
    * settlement is kept in this process's journal); returns how many.
    */
   readonly sweepExpired: (kept?: ReadonlyArray<string>) => Effect.Effect<number>
-  /** A receipt of the given account; another account's receipt is not found. */
   /** A receipt of the account; `null`: of any account (an operator's read). */
   readonly receipt: (accountId: string | null, id: string) => Effect.Effect<Receipt, NotFound>
 }>() {}
@@ -144,5 +145,6 @@ export const receiptOf = (
   balanceAfter: settled.balanceAfter,
   attempts: bill.attempts,
   ...(bill.attestationVerdicts !== undefined ? { attestationVerdicts: bill.attestationVerdicts } : {}),
-  ...(bill.lineItems !== undefined ? { lineItems: bill.lineItems } : {})
+  ...(bill.lineItems !== undefined ? { lineItems: bill.lineItems } : {}),
+  ...(bill.keyId !== undefined ? { keyId: bill.keyId } : {})
 })

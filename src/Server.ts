@@ -21,6 +21,7 @@ import { PrivacyHandlers } from "./handlers/Privacy.ts"
 import { ProbesHandlers } from "./handlers/Probes.ts"
 import { ProvidersHandlers } from "./handlers/Providers.ts"
 import { ReceiptsHandlers } from "./handlers/Receipts.ts"
+import { UsageHandlers } from "./handlers/Usage.ts"
 import { ResponsesHandlers } from "./handlers/Responses.ts"
 import { answerClientErrors, requestTimeouts } from "./http/clientErrors.ts"
 import { corsFor } from "./http/cors.ts"
@@ -38,6 +39,7 @@ const ApiLive = HttpApiBuilder.api(Api).pipe(
     ModelsHandlers,
     ReceiptsHandlers,
     LogsHandlers,
+    UsageHandlers,
     ProvidersHandlers,
     PrivacyHandlers,
     AdminHandlers,

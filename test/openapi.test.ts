@@ -52,7 +52,8 @@ describe("openapi.json", () => {
       "/v1/providers/health",
       "/v1/receipts/{id}",
       "/v1/receipts/{id}/transcript",
-      "/v1/responses"
+      "/v1/responses",
+      "/v1/usage"
     ])
     const chat = spec.paths["/v1/chat/completions"].post
     expect(chat.requestBody.content["application/json"].schema.$ref).toBe("#/components/schemas/ChatCompletionRequest")

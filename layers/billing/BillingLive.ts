@@ -78,7 +78,7 @@ export const BillingLive = Layer.effect(
         })).pipe(
         Effect.map((reservation): OpenHold => {
           unfinished++
-          return { id: reservation.id, reservation, ended: false, heartbeat: undefined }
+          return { id: reservation.id, reservation, keyId: principal.keyId, ended: false, heartbeat: undefined }
         }),
         // Interruptible: a hold is taken where interruption is masked, and a fork inherits that.
         Effect.tap((hold) =>
@@ -148,7 +148,7 @@ export const BillingLive = Layer.effect(
       settle: (held, call, recordAfter) =>
         Effect.suspend(() => {
           if (!end(held)) return Effect.dieMessage(`hold ${held.id} settled after it ended`)
-          return Effect.flatMap(checkedBill(call), (bill) =>
+          return Effect.flatMap(Effect.map(checkedBill(call), (bill): Bill => ({ ...bill, keyId: held.keyId })), (bill) =>
             ledger.settle(held.reservation, bill).pipe(
               Effect.catchAllCause((cause) =>
                 Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : kept(held.reservation, bill, cause)

@@ -29,6 +29,7 @@ export interface ReceiptRow {
   readonly attempts: ReadonlyArray<Attempt>
   readonly attestation_verdicts: ReadonlyArray<string> | null
   readonly line_items: ReadonlyArray<LineItemColumn> | null
+  readonly key_id: string | null
   readonly created_at: Date
 }
 
@@ -55,7 +56,8 @@ export const toReceipt = (row: ReceiptRow): Receipt => ({
   balanceAfter: money(row.balance_after_usd),
   attempts: row.attempts,
   ...(row.attestation_verdicts !== null ? { attestationVerdicts: row.attestation_verdicts } : {}),
-  ...(row.line_items !== null ? { lineItems: row.line_items.map(fromLineItemColumn) } : {})
+  ...(row.line_items !== null ? { lineItems: row.line_items.map(fromLineItemColumn) } : {}),
+  ...(row.key_id !== null ? { keyId: row.key_id } : {})
 })
 
 /** A line item as the `line_items` column keeps it: its amounts as decimal dollars. */

@@ -48,6 +48,7 @@ export const makeSettleBatch = (sql: SqlClient.SqlClient, ids: typeof Ids.Servic
     overage_event_id: ids.make("evt"),
     attestation_verdicts: bill.attestationVerdicts ?? null,
     line_items: bill.lineItems === undefined ? null : bill.lineItems.map(lineItemColumn),
+    key_id: bill.keyId ?? null,
     call_events: (bill.events ?? []).map((event) => ({ id: ids.make("evt"), type: event.type, data: event.data }))
   })
 
@@ -65,7 +66,7 @@ export const makeSettleBatch = (sql: SqlClient.SqlClient, ids: typeof Ids.Servic
             input_tokens int, output_tokens int, input_price numeric, output_price numeric, upstream numeric,
             total numeric, estimated numeric, reserved_at timestamptz, attempts jsonb, provider_id text,
             entry_id text, settled_event_id text, receipt_event_id text, overage_event_id text, call_events jsonb,
-            attestation_verdicts jsonb, line_items jsonb)
+            attestation_verdicts jsonb, line_items jsonb, key_id text)
       ), closed AS (
         UPDATE reservations SET status = 'settled', closed_at = now()
         FROM input
@@ -84,12 +85,12 @@ export const makeSettleBatch = (sql: SqlClient.SqlClient, ids: typeof Ids.Servic
         INSERT INTO receipts (
           id, account_id, request_id, endpoint, model, tier, privacy_class, input_tokens, output_tokens,
           input_per_mtok_usd, output_per_mtok_usd, upstream_usd, margin_usd, total_usd, estimated_usd,
-          reserved_at, balance_after_usd, attempts, provider_id, attestation_verdicts, line_items)
+          reserved_at, balance_after_usd, attempts, provider_id, attestation_verdicts, line_items, key_id)
         SELECT
           id, ${accountId}, request_id, endpoint, model, tier, privacy_class, input_tokens, output_tokens,
           input_price, output_price, upstream, charge - upstream, charge, estimated, reserved_at,
           charged.balance_before - sum(charge) OVER (ORDER BY ord), attempts, provider_id, attestation_verdicts,
-          line_items
+          line_items, key_id
         FROM billed, charged
         RETURNING *
       ), entry AS (

@@ -16,6 +16,7 @@ import agents from "./migrations/0011_agents.ts"
 import conversations from "./migrations/0012_conversations.ts"
 import receiptLineItems from "./migrations/0013_receipt_line_items.ts"
 import eventOrder from "./migrations/0014_event_order.ts"
+import usage from "./migrations/0015_usage.ts"
 
 const MIGRATIONS: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_accounts_keys_ledger": accountsKeysLedger,
@@ -31,7 +32,8 @@ const MIGRATIONS: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClien
   "0011_agents": agents,
   "0012_conversations": conversations,
   "0013_receipt_line_items": receiptLineItems,
-  "0014_event_order": eventOrder
+  "0014_event_order": eventOrder,
+  "0015_usage": usage
 }
 
 /** The newest migration this build knows; `/readyz` is ready once the database has it. */

@@ -17,6 +17,7 @@ import { ProbesGroup } from "./ProbesGroup.ts"
 import { ProvidersGroup } from "./ProvidersGroup.ts"
 import { ReceiptsGroup } from "./ReceiptsGroup.ts"
 import { ResponsesGroup } from "./ResponsesGroup.ts"
+import { UsageGroup } from "./UsageGroup.ts"
 import { documentAsServed } from "./openApiEnvelope.ts"
 
 /** SPDX, as OpenAPI 3.1 allows (the field HttpApi's type lacks; `identifier` and `url` exclude each other). */
@@ -37,6 +38,7 @@ export class Api extends HttpApi.make("svc")
   .add(ModelsGroup)
   .add(ReceiptsGroup)
   .add(LogsGroup)
+  .add(UsageGroup)
   .add(ProvidersGroup)
   .add(PrivacyGroup)
   .add(AdminGroup)

@@ -120,6 +120,7 @@ export const ENDPOINTS: ReadonlyArray<Endpoint> = [
   { name: "receipt", method: "GET", route: "/v1/receipts/:id", key: "monitoring", id: (f) => f.receiptId },
   { name: "transcript", method: "GET", route: "/v1/receipts/:id/transcript", key: "monitoring", id: (f) => f.receiptId },
   { name: "logs", method: "GET", route: "/v1/logs", key: "monitoring", query: { limit: "2", type: "payment." } },
+  { name: "usage", method: "GET", route: "/v1/usage", key: "monitoring", query: { limit: "2", group_by: "model" } },
   { name: "providers health", method: "GET", route: "/v1/providers/health", key: "monitoring" },
   { name: "prompt keys", method: "GET", route: "/v1/privacy/keys", key: "none" },
   { name: "openapi", method: "GET", route: "/openapi.json", key: "none" },
