@@ -1,7 +1,7 @@
 /**
  * The gateway as a newcomer has it after `npm install && npm start`: no
  * config file (the built-in sandbox catalogue), a funded account and a key
- * with the chat and agents scopes. The client-matrix tests (test/clients/) drive it with popular SDKs.
+ * with the chat, agents and monitoring scopes. The client-matrix tests (test/clients/) drive it with popular SDKs.
  */
 import { startGateway, type TestGateway } from "./gateway.ts"
 
@@ -17,7 +17,7 @@ export interface DefaultInstall {
 
 export const startDefaultInstall = async (credit = "10"): Promise<DefaultInstall> => {
   const gateway = await startGateway()
-  const { id, key } = await gateway.account({ credit, scopes: ["chat", "agents"] })
+  const { id, key } = await gateway.account({ credit, scopes: ["chat", "agents", "monitoring"] })
   return {
     gateway,
     baseURL: `${gateway.url}/v1`,
