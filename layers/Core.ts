@@ -23,6 +23,8 @@ import { DatabaseLive } from "./storage/Database.ts"
 import { DatabaseStatusLive } from "./storage/DatabaseStatusLive.ts"
 import { Gateways } from "./gateway/Gateways.ts"
 import { EventLogPg } from "./events/EventLogPg.ts"
+import { CallStatsPg } from "./monitoring/CallStatsPg.ts"
+import { MonitoringLive } from "./monitoring/MonitoringLive.ts"
 import { UsagePg } from "./monitoring/UsagePg.ts"
 import { HealthPg } from "./health/HealthPg.ts"
 import { HealthReportPg } from "./health/HealthReportPg.ts"
@@ -72,7 +74,7 @@ export const coreWith = <E, R>(ledger: Layer.Layer<Ledger, E, R>) => {
     // Settlements kept while the database was away: replayed at start, before the first sweep.
     Layer.provideMerge(SettlementJournalFile),
     Layer.provideMerge(
-      Layer.mergeAll(AccountsPg, ApiKeysPg, ledger, IdempotencyPg, SealedPromptsPg, TranscriptsPg, RateLimits, ReadinessPg, UsagePg)
+      Layer.mergeAll(AccountsPg, ApiKeysPg, ledger, IdempotencyPg, SealedPromptsPg, TranscriptsPg, RateLimits, ReadinessPg)
     ),
     Layer.provideMerge(EventLogPg),
     Layer.provideMerge(DatabaseStatusLive),
@@ -87,7 +89,9 @@ export const coreWith = <E, R>(ledger: Layer.Layer<Ledger, E, R>) => {
     Layer.provideMerge(PricingLive),
     Layer.provideMerge(IdsLive)
   )
-  return AgentServices.pipe(Layer.provideMerge(gateway))
+  // Monitoring reads what the calls left: receipts, buckets, balances, health.
+  const Observed = MonitoringLive.pipe(Layer.provideMerge(Layer.mergeAll(UsagePg, CallStatsPg)))
+  return Layer.mergeAll(AgentServices, Observed).pipe(Layer.provideMerge(gateway))
 }
 
 export const Core = coreWith(LedgerPg)

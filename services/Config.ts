@@ -18,6 +18,8 @@ import {
   RetrySettings,
   ShutdownSettings,
   AgentSettings,
+  MonitoringSettings,
+  monitoringDefaults,
   LEGACY_AGENT_CHAT_SUNSET
 } from "./Settings.ts"
 
@@ -179,7 +181,8 @@ export const ConfigFile = Schema.Struct({
   limits: Schema.optionalWith(LimitsConfig, { default: () => limitsDefaults }),
   cors: Schema.optionalWith(CorsSettings, { default: () => ({ origins: [] }) }),
   shutdown: Schema.optionalWith(ShutdownSettings, { default: () => ({ drainSeconds: 25 }) }),
-  agents: Schema.optionalWith(AgentSettings, { default: () => ({ legacyChatSunset: LEGACY_AGENT_CHAT_SUNSET }) })
+  agents: Schema.optionalWith(AgentSettings, { default: () => ({ legacyChatSunset: LEGACY_AGENT_CHAT_SUNSET }) }),
+  monitoring: Schema.optionalWith(MonitoringSettings, { default: () => monitoringDefaults })
 })
 export type ConfigFile = typeof ConfigFile.Type
 

@@ -131,3 +131,11 @@ export const AgentSettings = Schema.Struct({
   /** Sent as `Sunset` on the deprecated agent chat path. */
   legacyChatSunset: Schema.optionalWith(HttpDate, { default: () => LEGACY_AGENT_CHAT_SUNSET })
 })
+
+/** Monitoring's per-call records and buckets (layers/monitoring/CallStatsPg.ts). */
+export const MonitoringSettings = Schema.Struct({
+  /** How often each process writes its call records and buckets (what it holds meanwhile is lost if it is killed). */
+  flushMillis: Schema.optionalWith(PositiveInt, { default: () => 1000 })
+})
+
+export const monitoringDefaults = Schema.decodeSync(MonitoringSettings)({})

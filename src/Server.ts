@@ -16,6 +16,7 @@ import { AgentsHandlers } from "./handlers/Agents.ts"
 import { ChatHandlers } from "./handlers/Chat.ts"
 import { EmbeddingsHandlers } from "./handlers/Embeddings.ts"
 import { LogsHandlers } from "./handlers/Logs.ts"
+import { MonitoringHandlers } from "./handlers/Monitoring.ts"
 import { ModelsHandlers } from "./handlers/Models.ts"
 import { PrivacyHandlers } from "./handlers/Privacy.ts"
 import { ProbesHandlers } from "./handlers/Probes.ts"
@@ -40,6 +41,7 @@ const ApiLive = HttpApiBuilder.api(Api).pipe(
     ReceiptsHandlers,
     LogsHandlers,
     UsageHandlers,
+    MonitoringHandlers,
     ProvidersHandlers,
     PrivacyHandlers,
     AdminHandlers,

@@ -48,6 +48,7 @@ describe("openapi.json", () => {
       "/v1/logs",
       "/v1/models",
       "/v1/models/{id}",
+      "/v1/monitoring",
       "/v1/privacy/keys",
       "/v1/providers/health",
       "/v1/receipts/{id}",

@@ -18,7 +18,8 @@ import { Cause, Clock, Effect, type Fiber, FiberId, FiberRef, Layer } from "effe
 import { currentRequestId } from "../../services/ApiError.ts"
 import { AppConfig } from "../../services/Config.ts"
 import type { Principal } from "../../services/ApiKeys.ts"
-import { Billing, type Hold, type PendingReceipt, type ServedCall } from "../../services/Billing.ts"
+import { Billing, type Hold, type PendingReceipt, type ServedCall, type Settlement } from "../../services/Billing.ts"
+import { currentCall } from "../../services/CallStats.ts"
 import { DatabaseStatus } from "../../services/DatabaseStatus.ts"
 import { Ids } from "../../services/Ids.ts"
 import { type Bill, Ledger, receiptOf, type Reservation } from "../../services/Ledger.ts"
@@ -139,6 +140,15 @@ export const BillingLive = Layer.effect(
         return { ...receipt, pending: true } as PendingReceipt
       })
 
+    /** What the call used and cost, for the request's monitoring record (src/http/callRecording.ts). */
+    const countedForMonitoring = (settlement: Settlement) =>
+      Effect.map(FiberRef.get(currentCall), (facts) => {
+        if (facts === null) return
+        facts.inputTokens += settlement.usage.inputTokens
+        facts.outputTokens += settlement.usage.outputTokens
+        facts.spend += settlement.cost.total
+      })
+
     return Billing.of({
       estimate: pricing.estimateFor,
       hold: (principal, amount) => Effect.acquireRelease(reserve(principal, amount), release),
@@ -155,6 +165,7 @@ export const BillingLive = Layer.effect(
               )
             )).pipe(
               Effect.tap((settlement) => recordAfter?.(settlement) ?? Effect.void),
+              Effect.tap(countedForMonitoring),
               Effect.ensuring(finished)
             )
         }),

@@ -17,6 +17,7 @@ import conversations from "./migrations/0012_conversations.ts"
 import receiptLineItems from "./migrations/0013_receipt_line_items.ts"
 import eventOrder from "./migrations/0014_event_order.ts"
 import usage from "./migrations/0015_usage.ts"
+import callStats from "./migrations/0016_call_stats.ts"
 
 const MIGRATIONS: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_accounts_keys_ledger": accountsKeysLedger,
@@ -33,7 +34,8 @@ const MIGRATIONS: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClien
   "0012_conversations": conversations,
   "0013_receipt_line_items": receiptLineItems,
   "0014_event_order": eventOrder,
-  "0015_usage": usage
+  "0015_usage": usage,
+  "0016_call_stats": callStats
 }
 
 /** The newest migration this build knows; `/readyz` is ready once the database has it. */

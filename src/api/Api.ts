@@ -12,6 +12,7 @@ import { ChatGroup } from "./ChatGroup.ts"
 import { EmbeddingsGroup } from "./EmbeddingsGroup.ts"
 import { LogsGroup } from "./LogsGroup.ts"
 import { ModelsGroup } from "./ModelsGroup.ts"
+import { MonitoringGroup } from "./MonitoringGroup.ts"
 import { PrivacyGroup } from "./PrivacyGroup.ts"
 import { ProbesGroup } from "./ProbesGroup.ts"
 import { ProvidersGroup } from "./ProvidersGroup.ts"
@@ -39,6 +40,7 @@ export class Api extends HttpApi.make("svc")
   .add(ReceiptsGroup)
   .add(LogsGroup)
   .add(UsageGroup)
+  .add(MonitoringGroup)
   .add(ProvidersGroup)
   .add(PrivacyGroup)
   .add(AdminGroup)

@@ -1,86 +1,14 @@
-/**
- * Provider health: per listed chat model and privacy class for every
- * monitoring key — with no provider, deployment, URL or upstream model in it
- * (callers never learn which upstream serves them) — and per deployment for
- * operator keys. Numbers are the whole cluster's (`HealthReport`).
- */
+/** `GET /v1/providers/health` (providerHealth.ts). */
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
-import { Catalogue, type Deployment, type Model } from "../../services/Catalogue.ts"
-import type { PrivacyClass } from "../../services/Config.ts"
-import type { ModelHealth } from "../../services/Health.ts"
-import { type ClusterHealth, HealthReport } from "../../services/HealthReport.ts"
 import { Api } from "../api/Api.ts"
-import type { DeploymentHealthRecord } from "../api/Records.ts"
 import { CurrentPrincipal } from "../api/Security.ts"
-
-/** Rates to four places and times to a tenth of a millisecond: more digits would only be noise. */
-const rate = (part: number, whole: number) => (whole > 0 ? Math.round((part / whole) * 10_000) / 10_000 : null)
-const tenths = (value: number | undefined) => (value === undefined ? null : Math.round(value * 10) / 10)
-
-const modelHealth = (
-  model: Model,
-  privacyClass: PrivacyClass,
-  deployments: ReadonlyArray<Deployment>,
-  health: ClusterHealth
-): ModelHealth => {
-  const states = deployments.map((deployment) => health.deployment(deployment.id).state)
-  const numbers = health.combined(deployments.map((deployment) => deployment.id))
-  return {
-    model: model.id,
-    privacy_class: privacyClass,
-    availability: rate(states.filter((state) => state !== "open").length, states.length) ?? 0,
-    error_rate: rate(numbers.failures, numbers.requests),
-    p50_latency_ms: tenths(numbers.p50LatencyMs),
-    p95_latency_ms: tenths(numbers.p95LatencyMs),
-    fallback_rate: rate(numbers.fallbacks, numbers.requests - numbers.failures),
-    healthy_deployments: states.filter((state) => state === "closed").length
-  }
-}
-
-const deploymentRecord = (deployment: Deployment, health: ClusterHealth): typeof DeploymentHealthRecord.Type => {
-  const view = health.deployment(deployment.id)
-  return {
-    id: deployment.id,
-    provider: deployment.provider.id,
-    model: deployment.model,
-    upstream_model: deployment.upstreamModel,
-    state: view.state,
-    consecutive_failures: view.consecutiveFailures,
-    requests: view.requests,
-    failures: view.failures,
-    error_rate: rate(view.failures, view.requests),
-    p50_latency_ms: tenths(view.p50LatencyMs),
-    p95_latency_ms: tenths(view.p95LatencyMs),
-    p50_ttft_ms: tenths(view.p50TtftMs),
-    tokens_per_second: tenths(view.tokensPerSecond),
-    retry_at: view.retryAt?.toISOString() ?? null
-  }
-}
+import { isAdmin } from "./accountSelector.ts"
+import { providersHealth } from "./providerHealth.ts"
 
 export const ProvidersHandlers = HttpApiBuilder.group(Api, "providers", (handlers) =>
   Effect.gen(function*() {
-    const catalogue = yield* Catalogue
-    const report = yield* HealthReport
-    const chatModels = catalogue.list.filter((model) => model.capabilities.includes("chat"))
+    const context = yield* Effect.context<Effect.Effect.Context<ReturnType<typeof providersHealth>>>()
     return handlers.handle("providersHealth", () =>
-      Effect.gen(function*() {
-        const principal = yield* CurrentPrincipal
-        const health = yield* report.snapshot
-        const data = chatModels.flatMap((model) =>
-          model.privacyClasses.map((privacyClass) =>
-            modelHealth(
-              model,
-              privacyClass,
-              catalogue.deployments(model.id).filter((deployment) => deployment.privacyClasses.includes(privacyClass)),
-              health
-            )
-          )
-        )
-        if (!principal.scopes.includes("admin")) return { object: "list" as const, data }
-        const deployments = catalogue.list.flatMap((model) =>
-          catalogue.deployments(model.id).map((deployment) => deploymentRecord(deployment, health))
-        )
-        return { object: "list" as const, data, deployments }
-      }))
+      Effect.flatMap(CurrentPrincipal, (principal) => Effect.provide(providersHealth(isAdmin(principal)), context)))
   }))

@@ -11,6 +11,7 @@ import { MaxBodySize } from "@effect/platform/HttpIncomingMessage"
 import { Cause, Effect, FiberRef, Option } from "effect"
 import {
   type ApiError,
+  codeOf,
   currentRequestId,
   InternalError,
   InvalidRequest,
@@ -18,6 +19,7 @@ import {
   NotFound,
   PayloadTooLarge
 } from "../../services/ApiError.ts"
+import { CallStats } from "../../services/CallStats.ts"
 import { DatabaseStatus, isDatabaseOutage } from "../../services/DatabaseStatus.ts"
 import type { ConfigFile } from "../../services/Config.ts"
 import { fieldPath } from "../../services/fieldPath.ts"
@@ -25,6 +27,7 @@ import { currentRateLimits, type RateLimitStatus } from "../../services/RateLimi
 import { Ids } from "../../services/Ids.ts"
 import { clip, quote } from "../../services/quote.ts"
 import { Api } from "../api/Api.ts"
+import { recordCall } from "./callRecording.ts"
 import { withCheckedJson } from "./checkedJson.ts"
 import { withChunkedBody } from "./chunkedBody.ts"
 import { rateLimitHeaders } from "./rateLimitHeaders.ts"
@@ -90,11 +93,12 @@ const NUL_IN_PATH = /%00|\u0000/i
 
 /** The API-level middleware; the body limits from the config (`limits`). */
 export const edgeMiddleware = ({ maxArrayItems, maxBodyBytes, maxJsonDepth }: ConfigFile["limits"]) =>
-  HttpApiBuilder.middleware(Api, Effect.map(Effect.all([Ids, DatabaseStatus]), ([ids, database]) => (app: HttpApp.Default) =>
+  HttpApiBuilder.middleware(Api, Effect.map(Effect.all([Ids, DatabaseStatus, CallStats]), ([ids, database, stats]) => (app: HttpApp.Default) =>
     Effect.gen(function*() {
       const requestId = ids.make("req")
       // Set on the fiber (not `locally`) so the error encoder, which runs after us, still sees it.
       yield* FiberRef.set(currentRequestId, requestId)
+      const call = yield* recordCall(stats, requestId)
       // Filled by the rate limiter if the call is counted against a limited key (the same object, seen by child fibers).
       const limits: RateLimitStatus = {}
       yield* FiberRef.set(currentRateLimits, limits)
@@ -121,15 +125,17 @@ export const edgeMiddleware = ({ maxArrayItems, maxBodyBytes, maxJsonDepth }: Co
         Effect.provideService(HttpServerRequest.HttpServerRequest, request),
         Effect.provideService(MaxBodySize, Option.some(FileSystem.Size(maxBodyBytes))),
         Effect.catchAllCause((cause) =>
-          Effect.flatMap(toApiError(maxBodyBytes, database)(cause), (error) =>
-            Effect.zipRight(
+          Effect.flatMap(toApiError(maxBodyBytes, database)(cause), (error) => {
+            call.code = codeOf(error)
+            return Effect.zipRight(
               "retryAfterSeconds" in error && error.retryAfterSeconds !== undefined
                 ? HttpApp.appendPreResponseHandler((_, response) =>
                   Effect.succeed(HttpServerResponse.setHeader(response, "retry-after", String(error.retryAfterSeconds)))
                 )
                 : Effect.void,
               Effect.fail(error)
-            ))
+            )
+          })
         )
       )
       // Endpoint-level errors pass through unchanged; the typing only knows the API-level ones.

@@ -4,9 +4,10 @@
  * scheme), then the key is resolved and its scope checked.
  */
 import { HttpServerRequest } from "@effect/platform"
-import { Effect, Layer } from "effect"
+import { Effect, FiberRef, Layer } from "effect"
 import { Unauthorized } from "../../services/ApiError.ts"
 import { ApiKeys, type Scope } from "../../services/ApiKeys.ts"
+import { currentCall } from "../../services/CallStats.ts"
 import { AdminScope, AgentsScope, AnyKey, ChatScope, MonitoringScope } from "../api/Security.ts"
 
 const BEARER = /^Bearer +(\S+) *$/i
@@ -24,6 +25,12 @@ const authenticate = (accepted: ReadonlyArray<Scope>) =>
         const principal = yield* keys.authenticate(token)
         if (accepted.length > 0 && !accepted.some((scope) => principal.scopes.includes(scope))) {
           return yield* new Unauthorized({ message: `This endpoint needs a key with the "${accepted[0]}" scope.` })
+        }
+        // Monitoring counts the call for this key's account (src/http/callRecording.ts).
+        const call = yield* FiberRef.get(currentCall)
+        if (call !== null && principal.accountId !== null) {
+          call.accountId = principal.accountId
+          call.keyId = principal.keyId
         }
         return principal
       })

@@ -121,6 +121,7 @@ export const ENDPOINTS: ReadonlyArray<Endpoint> = [
   { name: "transcript", method: "GET", route: "/v1/receipts/:id/transcript", key: "monitoring", id: (f) => f.receiptId },
   { name: "logs", method: "GET", route: "/v1/logs", key: "monitoring", query: { limit: "2", type: "payment." } },
   { name: "usage", method: "GET", route: "/v1/usage", key: "monitoring", query: { limit: "2", group_by: "model" } },
+  { name: "monitoring", method: "GET", route: "/v1/monitoring", key: "monitoring", query: { window: "1h" } },
   { name: "providers health", method: "GET", route: "/v1/providers/health", key: "monitoring" },
   { name: "prompt keys", method: "GET", route: "/v1/privacy/keys", key: "none" },
   { name: "openapi", method: "GET", route: "/openapi.json", key: "none" },

@@ -1,0 +1,169 @@
+/**
+ * `CallStats` on the database: calls are counted in memory (callBuckets.ts)
+ * and written every `monitoring.flushMillis` — the new per-call records in one
+ * statement, the changed buckets whole, keyed by this process — and at stop.
+ * A window of up to 6 hours reads minute buckets, a longer one hour buckets,
+ * each process's rows added up: its oldest bucket is counted whole, so a
+ * window reaches back at most one bucket further than asked. Percentiles come
+ * from the merged histograms (within a factor 2^(1/4) of the exact value).
+ * A flush that fails keeps everything for the next; records beyond 10,000
+ * waiting are dropped (logged) rather than held without bound.
+ */
+import { randomBytes } from "node:crypto"
+import { hostname } from "node:os"
+import { SqlClient } from "@effect/sql"
+import { Clock, Effect, Layer, Schedule } from "effect"
+import { CallStats, type CallWindow, type FinishedCall } from "../../services/CallStats.ts"
+import { AppConfig } from "../../services/Config.ts"
+import { warnUnlessOutage } from "../../services/DatabaseStatus.ts"
+import { formatUsd, fromNumericColumn } from "../../services/Money.ts"
+import { fromJson, type Histogram, mergeInto, quantile } from "../health/latencyHistogram.ts"
+import { HOUR_MS, makeCallBuckets, MINUTE_MS } from "./callBuckets.ts"
+
+const MAX_WAITING_RECORDS = 10_000
+/** Windows up to this long read minute buckets. */
+const MINUTE_WINDOWS_UP_TO = 6 * HOUR_MS
+
+interface StatsRow {
+  readonly requests: number
+  readonly server_errors: number
+  readonly errors: Record<string, number>
+  readonly latency: Record<string, number>
+  readonly ttft: Record<string, number>
+  readonly input_tokens: string
+  readonly output_tokens: string
+  readonly spend_usd: string
+}
+
+const percentiles = (histogram: Histogram) => ({
+  p50: quantile(histogram, 0.5),
+  p95: quantile(histogram, 0.95),
+  p99: quantile(histogram, 0.99)
+})
+
+const recordRow = (call: FinishedCall) => ({
+  request_id: call.requestId,
+  account_id: call.accountId,
+  key_id: call.keyId ?? null,
+  endpoint: call.endpoint,
+  status: call.status,
+  code: call.code ?? null,
+  latency_ms: call.latencyMs,
+  ttft_ms: call.ttftMs ?? null,
+  input_tokens: call.inputTokens,
+  output_tokens: call.outputTokens,
+  spend: formatUsd(call.spend),
+  ended_ms: call.endedAt
+})
+
+export const CallStatsPg = Layer.scoped(
+  CallStats,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const { file } = yield* AppConfig
+    const instance = `${hostname()}/${process.pid}/${randomBytes(6).toString("hex")}`
+    const buckets = makeCallBuckets()
+    let waiting: Array<FinishedCall> = []
+
+    const writeRecords = (records: ReadonlyArray<FinishedCall>) =>
+      records.length === 0 ? Effect.void : sql`
+        INSERT INTO call_records (
+          request_id, account_id, key_id, endpoint, status, code, latency_ms, ttft_ms, input_tokens, output_tokens,
+          spend_usd, ended_at)
+        SELECT request_id, account_id, key_id, endpoint, status, code, latency_ms, ttft_ms, input_tokens, output_tokens,
+               spend, to_timestamp(ended_ms / 1000)
+        FROM jsonb_to_recordset(${JSON.stringify(records.map(recordRow))}::jsonb) AS x(
+          request_id text, account_id text, key_id text, endpoint text, status int, code text, latency_ms float8,
+          ttft_ms float8, input_tokens int, output_tokens int, spend numeric, ended_ms float8)
+        ON CONFLICT (request_id) DO NOTHING`.pipe(Effect.asVoid)
+
+    const writeBuckets = (rows: ReturnType<ReturnType<typeof makeCallBuckets>["changed"]>["rows"]) =>
+      rows.length === 0 ? Effect.void : sql`
+        INSERT INTO call_stats (
+          account_id, granularity, bucket, instance, requests, server_errors, errors, latency, ttft,
+          input_tokens, output_tokens, spend_usd)
+        SELECT account_id, granularity, to_timestamp(bucket_ms / 1000), ${instance}, requests, server_errors, errors,
+               latency, ttft, input_tokens, output_tokens, spend
+        FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS x(
+          account_id text, granularity text, bucket_ms float8, requests int, server_errors int, errors jsonb,
+          latency jsonb, ttft jsonb, input_tokens bigint, output_tokens bigint, spend numeric)
+        ON CONFLICT (account_id, granularity, bucket, instance) DO UPDATE SET
+          requests = excluded.requests, server_errors = excluded.server_errors, errors = excluded.errors,
+          latency = excluded.latency, ttft = excluded.ttft, input_tokens = excluded.input_tokens,
+          output_tokens = excluded.output_tokens, spend_usd = excluded.spend_usd`.pipe(Effect.asVoid)
+
+    const flush = Effect.suspend(() => {
+      const records = waiting
+      const changed = buckets.changed()
+      if (records.length === 0 && changed.rows.length === 0) return Effect.void
+      waiting = []
+      return Effect.all([writeRecords(records), writeBuckets(changed.rows)]).pipe(
+        sql.withTransaction,
+        Effect.zipRight(Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => changed.written(now)))),
+        Effect.tapErrorCause(() =>
+          Effect.sync(() => {
+            waiting = [...records, ...waiting]
+          })
+        ),
+        Effect.catchAllCause(warnUnlessOutage("monitoring: call records flush failed"))
+      )
+    })
+
+    yield* Effect.forkScoped(Effect.repeat(flush, Schedule.spaced(`${file.monitoring.flushMillis} millis`)))
+    yield* Effect.addFinalizer(() => flush)
+
+    return CallStats.of({
+      record: (call) =>
+        Effect.suspend(() => {
+          buckets.add(call)
+          if (waiting.length < MAX_WAITING_RECORDS) {
+            waiting.push(call)
+            return Effect.void
+          }
+          return Effect.logWarning("monitoring: too many call records waiting for the database; this one is dropped")
+        }),
+      flush,
+      window: (accountId, windowMs) =>
+        Effect.gen(function*() {
+          // This process's own numbers are current; another's are at most a flush interval behind.
+          yield* flush
+          const now = yield* Clock.currentTimeMillis
+          const granularity = windowMs <= MINUTE_WINDOWS_UP_TO ? "minute" : "hour"
+          const span = granularity === "minute" ? MINUTE_MS : HOUR_MS
+          const start = now - windowMs
+          const from = start - (start % span)
+          const rows = yield* sql<StatsRow>`
+            SELECT requests, server_errors, errors, latency, ttft, input_tokens::text, output_tokens::text,
+                   spend_usd::text AS spend_usd
+            FROM call_stats
+            WHERE account_id = ${accountId} AND granularity = ${granularity}
+              AND bucket >= to_timestamp(${from / 1000}) AND bucket <= to_timestamp(${now / 1000})`.pipe(Effect.orDie)
+          const latency: Histogram = new Map()
+          const ttft: Histogram = new Map()
+          const errorsByCode: Record<string, number> = {}
+          let requests = 0, serverErrors = 0, inputTokens = 0, outputTokens = 0, spend = 0n
+          for (const row of rows) {
+            requests += row.requests
+            serverErrors += row.server_errors
+            inputTokens += Number(row.input_tokens)
+            outputTokens += Number(row.output_tokens)
+            spend += fromNumericColumn(row.spend_usd)
+            mergeInto(latency, fromJson(row.latency))
+            mergeInto(ttft, fromJson(row.ttft))
+            for (const [code, count] of Object.entries(row.errors)) errorsByCode[code] = (errorsByCode[code] ?? 0) + count
+          }
+          return {
+            from,
+            requests,
+            errorsByCode,
+            serverErrors,
+            latencyMs: percentiles(latency),
+            ttftMs: percentiles(ttft),
+            inputTokens,
+            outputTokens,
+            spend
+          } satisfies CallWindow
+        })
+    })
+  })
+)
