@@ -25,6 +25,7 @@ import { Gateways } from "./gateway/Gateways.ts"
 import { EventLogPg } from "./events/EventLogPg.ts"
 import { CallStatsPg } from "./monitoring/CallStatsPg.ts"
 import { MonitoringLive } from "./monitoring/MonitoringLive.ts"
+import { MetricsLive } from "./telemetry/MetricsLive.ts"
 import { UsagePg } from "./monitoring/UsagePg.ts"
 import { HealthPg } from "./health/HealthPg.ts"
 import { HealthReportPg } from "./health/HealthReportPg.ts"
@@ -87,7 +88,8 @@ export const coreWith = <E, R>(ledger: Layer.Layer<Ledger, E, R>) => {
     Layer.provideMerge(Attestations),
     Layer.provideMerge(ConfigChecks),
     Layer.provideMerge(PricingLive),
-    Layer.provideMerge(IdsLive)
+    Layer.provideMerge(IdsLive),
+    Layer.provideMerge(MetricsLive)
   )
   // Monitoring reads what the calls left: receipts, buckets, balances, health.
   const Observed = MonitoringLive.pipe(Layer.provideMerge(Layer.mergeAll(UsagePg, CallStatsPg)))

@@ -19,6 +19,9 @@ export interface CallFacts {
   inputTokens: number
   outputTokens: number
   spend: Nanos
+  /** The model that served the call and its privacy class (settlement). */
+  model?: string
+  privacyClass?: string
   /** The contract's error code of a refused or failed call. */
   code?: string
 }

@@ -17,6 +17,7 @@ import { ChatHandlers } from "./handlers/Chat.ts"
 import { EmbeddingsHandlers } from "./handlers/Embeddings.ts"
 import { LogsHandlers } from "./handlers/Logs.ts"
 import { MonitoringHandlers } from "./handlers/Monitoring.ts"
+import { MetricsHandlers } from "./handlers/Metrics.ts"
 import { ModelsHandlers } from "./handlers/Models.ts"
 import { PrivacyHandlers } from "./handlers/Privacy.ts"
 import { ProbesHandlers } from "./handlers/Probes.ts"
@@ -42,6 +43,7 @@ const ApiLive = HttpApiBuilder.api(Api).pipe(
     LogsHandlers,
     UsageHandlers,
     MonitoringHandlers,
+    MetricsHandlers,
     ProvidersHandlers,
     PrivacyHandlers,
     AdminHandlers,

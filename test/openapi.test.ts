@@ -30,6 +30,7 @@ describe("openapi.json", () => {
     const { body: spec } = await gateway.request("GET", "/openapi.json", { key: null })
     expect(Object.keys(spec.paths).sort()).toEqual([
       "/healthz",
+      "/metrics",
       "/readyz",
       "/v1/admin/accounts",
       "/v1/admin/accounts/{id}",

@@ -13,6 +13,7 @@ import { Clock, Effect, FiberRef, Layer, Option, Schedule } from "effect"
 import { RateLimited, ServiceUnavailable } from "../../services/ApiError.ts"
 import type { Principal } from "../../services/ApiKeys.ts"
 import { AppConfig } from "../../services/Config.ts"
+import { Metrics } from "../../services/Metrics.ts"
 import {
   type Bucket,
   currentRateLimits,
@@ -67,6 +68,8 @@ export const RateLimiterLive = Layer.effect(
     const { defaults, permitLeaseSeconds } = file.limits
     const leaseMs = permitLeaseSeconds * 1000
     const outage = outageLog()
+    const metrics = yield* Effect.serviceOption(Metrics)
+    const refused = (limit: string) => Effect.sync(() => Option.map(metrics, (m) => m.rateLimitRefused(limit)))
 
     /** One of the account's concurrent-call permits, held until the scope closes. */
     const permit = (accountId: string, cap: number) =>
@@ -74,6 +77,7 @@ export const RateLimiterLive = Layer.effect(
         const now = yield* Clock.currentTimeMillis
         const got = yield* store.acquire(accountId, cap, now, now + leaseMs)
         if (Option.isNone(got)) {
+          yield* refused("concurrency")
           return yield* retryLater(`${cap} concurrent calls per account`, 1000)
         }
         yield* Effect.addFinalizer(() => Effect.ignoreLogged(store.release(accountId, got.value)))
@@ -121,6 +125,7 @@ export const RateLimiterLive = Layer.effect(
             const what = short.map(({ bucket }) =>
               bucket === requests ? `${bucket.limit} requests per minute` : `${bucket.limit} tokens per minute`
             ).join(" and ")
+            yield* refused(short.map(({ bucket }) => (bucket === requests ? "rpm" : "tpm")).join("+") || "rpm")
             return yield* retryLater(what || "the key's limits", Math.max(0, ...short.map(({ ms }) => ms)))
           }
           if (tokenBucket === undefined) return unlimited

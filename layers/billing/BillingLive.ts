@@ -14,7 +14,7 @@
  * of processes that died, never those of calls still running, however long
  * they run; the heartbeat stops when the hold ends.
  */
-import { Cause, Clock, Effect, type Fiber, FiberId, FiberRef, Layer } from "effect"
+import { Cause, Clock, Effect, type Fiber, FiberId, FiberRef, Layer, Option } from "effect"
 import { currentRequestId } from "../../services/ApiError.ts"
 import { AppConfig } from "../../services/Config.ts"
 import type { Principal } from "../../services/ApiKeys.ts"
@@ -22,6 +22,7 @@ import { Billing, type Hold, type PendingReceipt, type ServedCall, type Settleme
 import { currentCall } from "../../services/CallStats.ts"
 import { DatabaseStatus } from "../../services/DatabaseStatus.ts"
 import { Ids } from "../../services/Ids.ts"
+import { Metrics } from "../../services/Metrics.ts"
 import { type Bill, Ledger, receiptOf, type Reservation } from "../../services/Ledger.ts"
 import type { Nanos } from "../../services/Money.ts"
 import { Pricing, sumOfCosts } from "../../services/Pricing.ts"
@@ -46,6 +47,10 @@ export const BillingLive = Layer.effect(
     /** Holds taken whose settlement or release is not yet written: `drained` waits for none. */
     let unfinished = 0
     const finished = Effect.sync(() => void unfinished--)
+    const metrics = yield* Effect.serviceOption(Metrics)
+    if (Option.isSome(metrics)) {
+      metrics.value.gauge("svc_holds_open", "Holds taken in this process and not yet settled or released", [], () => [[{}, unfinished]])
+    }
     const drained: Effect.Effect<void> = Effect.suspend(() =>
       unfinished === 0 ? Effect.void : Effect.zipRight(Effect.sleep("20 millis"), drained)
     )
@@ -147,6 +152,8 @@ export const BillingLive = Layer.effect(
         facts.inputTokens += settlement.usage.inputTokens
         facts.outputTokens += settlement.usage.outputTokens
         facts.spend += settlement.cost.total
+        facts.model = settlement.model
+        facts.privacyClass = settlement.privacyClass
       })
 
     return Billing.of({

@@ -23,10 +23,11 @@
 import { randomBytes } from "node:crypto"
 import { hostname } from "node:os"
 import { SqlClient } from "@effect/sql"
-import { Clock, Effect, Layer, Schedule } from "effect"
+import { Clock, Effect, Layer, Option, Schedule } from "effect"
 import { warnUnlessOutage } from "../../services/DatabaseStatus.ts"
+import { Metrics } from "../../services/Metrics.ts"
 import { AppConfig } from "../../services/Config.ts"
-import { type DeploymentHealth, Health } from "../../services/Health.ts"
+import { type BreakerState, type DeploymentHealth, Health } from "../../services/Health.ts"
 import { BREAKER_COLUMNS, type BreakerColumns, type BreakerRow, fromColumns, newer, readBreakers, stateAt, viewOf } from "./breakerRows.ts"
 import { makeBuckets } from "./healthBuckets.ts"
 import { makeWindow, type RollingWindow, type WindowStats } from "./healthWindow.ts"
@@ -64,6 +65,16 @@ export const HealthPg = Layer.scoped(
 
     const breakers = new Map<string, BreakerRow>()
     const windows = new Map<string, RollingWindow>()
+    const metrics = yield* Effect.serviceOption(Metrics)
+    if (Option.isSome(metrics)) {
+      const CODE: Record<BreakerState, number> = { closed: 0, half_open: 1, open: 2 }
+      metrics.value.gauge(
+        "svc_circuit_state",
+        "Each deployment's breaker as this process knows it: 0 closed, 1 half-open, 2 open",
+        ["deployment"],
+        () => [...breakers.values()].map((row) => [{ deployment: row.deployment }, CODE[stateAt(row, now())]] as const)
+      )
+    }
     const buckets = makeBuckets()
     /** Half-open deployments this process is asking the table for the probe of: one question at a time. */
     const claiming = new Set<string>()
@@ -242,6 +253,7 @@ export const HealthPg = Layer.scoped(
           const at = now()
           windowOf(outcome.deployment).add(outcome, at)
           buckets.add(outcome, at)
+          if (Option.isSome(metrics)) metrics.value.upstreamAttempt(outcome.deployment, outcome.ok ? "ok" : outcome.failure ?? "error")
           if (!outcome.ok) return write(recordFailure(outcome.deployment, outcome.retryAfterSeconds ?? null))
           const row = breakers.get(outcome.deployment)
           // The hot path: a healthy deployment's success has no news for anyone.

@@ -11,6 +11,7 @@ import { AgentsGroup } from "./AgentsGroup.ts"
 import { ChatGroup } from "./ChatGroup.ts"
 import { EmbeddingsGroup } from "./EmbeddingsGroup.ts"
 import { LogsGroup } from "./LogsGroup.ts"
+import { MetricsGroup } from "./MetricsGroup.ts"
 import { ModelsGroup } from "./ModelsGroup.ts"
 import { MonitoringGroup } from "./MonitoringGroup.ts"
 import { PrivacyGroup } from "./PrivacyGroup.ts"
@@ -41,6 +42,7 @@ export class Api extends HttpApi.make("svc")
   .add(LogsGroup)
   .add(UsageGroup)
   .add(MonitoringGroup)
+  .add(MetricsGroup)
   .add(ProvidersGroup)
   .add(PrivacyGroup)
   .add(AdminGroup)

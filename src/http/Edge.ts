@@ -23,6 +23,7 @@ import { CallStats } from "../../services/CallStats.ts"
 import { DatabaseStatus, isDatabaseOutage } from "../../services/DatabaseStatus.ts"
 import type { ConfigFile } from "../../services/Config.ts"
 import { fieldPath } from "../../services/fieldPath.ts"
+import { Metrics } from "../../services/Metrics.ts"
 import { currentRateLimits, type RateLimitStatus } from "../../services/RateLimiter.ts"
 import { Ids } from "../../services/Ids.ts"
 import { clip, quote } from "../../services/quote.ts"
@@ -93,12 +94,12 @@ const NUL_IN_PATH = /%00|\u0000/i
 
 /** The API-level middleware; the body limits from the config (`limits`). */
 export const edgeMiddleware = ({ maxArrayItems, maxBodyBytes, maxJsonDepth }: ConfigFile["limits"]) =>
-  HttpApiBuilder.middleware(Api, Effect.map(Effect.all([Ids, DatabaseStatus, CallStats]), ([ids, database, stats]) => (app: HttpApp.Default) =>
+  HttpApiBuilder.middleware(Api, Effect.map(Effect.all([Ids, DatabaseStatus, CallStats, Effect.serviceOption(Metrics)]), ([ids, database, stats, metrics]) => (app: HttpApp.Default) =>
     Effect.gen(function*() {
       const requestId = ids.make("req")
       // Set on the fiber (not `locally`) so the error encoder, which runs after us, still sees it.
       yield* FiberRef.set(currentRequestId, requestId)
-      const call = yield* recordCall(stats, requestId)
+      const call = yield* recordCall(stats, metrics, requestId)
       // Filled by the rate limiter if the call is counted against a limited key (the same object, seen by child fibers).
       const limits: RateLimitStatus = {}
       yield* FiberRef.set(currentRateLimits, limits)

@@ -1,15 +1,18 @@
 /**
- * The edge's part of monitoring: each request gets a `CallFacts` cell
- * (services/CallStats.ts) that the key check and settlement fill, and when
- * the answer has been sent — a JSON body at once, a stream at its last byte
- * (its first byte is the time to first token) — a call of an account is
- * counted. A call is a POST (chat, responses, embeddings, agent runs,
+ * The edge's part of monitoring and metrics: each request gets a `CallFacts`
+ * cell (services/CallStats.ts) that the key check and settlement fill, and
+ * when the answer has been sent — a JSON body at once, a stream at its last
+ * byte (its first byte is the time to first token) — every request is
+ * counted in the metrics by route, and a call of an account is counted for
+ * monitoring. A call is a POST (chat, responses, embeddings, agent runs,
  * documents: what does work and may be billed); reads such as a dashboard's
  * polling are not calls, and requests no key vouched for belong to no account.
  */
 import { HttpApp, HttpBody, HttpServerResponse } from "@effect/platform"
-import { Effect, FiberRef, Stream } from "effect"
+import { Effect, FiberRef, Option, Stream } from "effect"
 import { type CallFacts, type CallStats, currentCall } from "../../services/CallStats.ts"
+import type { Metrics } from "../../services/Metrics.ts"
+import { routeOf } from "./routeNames.ts"
 
 /** Paths are kept this long at most (a hostile caller's path is not stored whole). */
 const MAX_ENDPOINT = 200
@@ -19,18 +22,31 @@ const pathOf = (url: string) => {
   return (query < 0 ? url : url.slice(0, query)).slice(0, MAX_ENDPOINT)
 }
 
-/** Opens the request's cell and arranges for the call to be counted when its answer is sent. */
-export const recordCall = (stats: typeof CallStats.Service, requestId: string) =>
+/** Opens the request's cell and arranges for the request to be counted when its answer is sent. */
+export const recordCall = (
+  stats: typeof CallStats.Service,
+  metrics: Option.Option<typeof Metrics.Service>,
+  requestId: string
+) =>
   Effect.gen(function*() {
     const clock = yield* Effect.clock
     const startedAt = clock.unsafeCurrentTimeMillis()
     const facts: CallFacts = { inputTokens: 0, outputTokens: 0, spend: 0n }
     yield* FiberRef.set(currentCall, facts)
-    const count = (url: string, status: number, ttftMs: number | undefined) =>
+    const count = (method: string, url: string, status: number, ttftMs: number | undefined) =>
       Effect.suspend(() => {
         const now = clock.unsafeCurrentTimeMillis()
+        if (Option.isSome(metrics)) {
+          metrics.value.requestEnded({
+            route: routeOf(url),
+            method,
+            status,
+            model: facts.model ?? "none",
+            privacyClass: facts.privacyClass ?? "none"
+          }, (now - startedAt) / 1000)
+        }
         const accountId = facts.accountId
-        return accountId === undefined ? Effect.void : stats.record({
+        return accountId === undefined || method !== "POST" ? Effect.void : stats.record({
           requestId,
           accountId,
           keyId: facts.keyId,
@@ -46,9 +62,8 @@ export const recordCall = (stats: typeof CallStats.Service, requestId: string) =
         })
       })
     yield* HttpApp.appendPreResponseHandler((request, response) => {
-      if (request.method !== "POST") return Effect.succeed(response)
       const body = response.body
-      if (body._tag !== "Stream") return Effect.as(count(request.url, response.status, undefined), response)
+      if (body._tag !== "Stream") return Effect.as(count(request.method, request.url, response.status, undefined), response)
       let firstByteMs: number | undefined
       const stream = body.stream.pipe(
         // Synchronous: no Effect per chunk of a stream.
@@ -56,7 +71,7 @@ export const recordCall = (stats: typeof CallStats.Service, requestId: string) =
           firstByteMs ??= clock.unsafeCurrentTimeMillis() - startedAt
           return chunk
         }),
-        Stream.ensuring(Effect.suspend(() => count(request.url, response.status, firstByteMs)))
+        Stream.ensuring(Effect.suspend(() => count(request.method, request.url, response.status, firstByteMs)))
       )
       return Effect.succeed(HttpServerResponse.setBody(response, HttpBody.stream(stream, body.contentType, body.contentLength)))
     })
