@@ -14,6 +14,7 @@ import { loadConfig } from "../layers/platform/ConfigLive.ts"
 import { AppConfig } from "../services/Config.ts"
 import { HttpLive } from "./Server.ts"
 import { listenFailureLine, type StartFailure, startFailureLine } from "./start/failureLines.ts"
+import { logFormat } from "./start/logFormat.ts"
 import { announceOperatorKey } from "./start/operatorKey.ts"
 
 const announceListening = Effect.flatMap(HttpServer.HttpServer, ({ address }) =>
@@ -42,5 +43,6 @@ const main = Effect.gen(function*() {
 
 main.pipe(
   Effect.catchTags({ ConfigInvalid: stop, DataDirInUse: stop, DatabaseNotReady: stop }),
+  Effect.provide(logFormat(process.env, process.stdout.isTTY === true)),
   NodeRuntime.runMain
 )

@@ -248,3 +248,42 @@ describe("stopping", () => {
     probe.close()
   }, 120_000)
 })
+
+describe("request log", () => {
+  it("writes one JSON line per request — ids, route, status, latency, cost — and never the prompt", async () => {
+    const env = onPostgres ? (await newDatabase()).env : { SVC_DATA_DIR: mkdtempSync(join(tmpdir(), "svc-log-")), DATABASE_URL: "" }
+    const admin = `admin_${randomBytes(16).toString("hex")}`
+    const gateway = await startGatewayProcess({ env: { ...env, SVC_ADMIN_KEY: admin, LOG_FORMAT: "json" } })
+    const account = await call(gateway, "/v1/admin/accounts", admin, { name: "logged", credit_usd: "1" })
+    const key = await call(gateway, `/v1/admin/accounts/${account.body.id}/keys`, admin, { name: "k", scopes: ["chat"] })
+    const marker = `log-marker-${randomBytes(6).toString("hex")}`
+    const chat = await call(gateway, "/v1/chat/completions", key.body.key, {
+      model: "svc/swift",
+      messages: [{ role: "user", content: marker }]
+    })
+    expect(chat.status).toBe(200)
+    const requestId = chat.headers.get("x-request-id")!
+    let line: any
+    for (let tries = 0; tries < 100 && line === undefined; tries++) {
+      line = gateway.output().split("\n").filter((text) => text.startsWith("{")).map((text) => JSON.parse(text))
+        .find((entry) => entry.message === "request" && entry.annotations?.request_id === requestId)
+      if (line === undefined) await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    expect(line).toMatchObject({
+      logLevel: "INFO",
+      annotations: {
+        request_id: requestId,
+        key_id: key.body.id,
+        account_id: account.body.id,
+        method: "POST",
+        route: "/v1/chat/completions",
+        status: 200,
+        model: "svc/swift",
+        cost_usd: chat.headers.get("x-svc-total-usd")
+      }
+    })
+    expect(line.annotations.latency_ms).toBeGreaterThanOrEqual(0)
+    expect(gateway.output()).not.toContain(marker)
+    await gateway.stop()
+  }, 120_000)
+})

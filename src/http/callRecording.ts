@@ -7,10 +7,13 @@
  * monitoring. A call is a POST (chat, responses, embeddings, agent runs,
  * documents: what does work and may be billed); reads such as a dashboard's
  * polling are not calls, and requests no key vouched for belong to no account.
+ * Every request also leaves one log line (request and key id, route, status,
+ * latency, cost; never a prompt), JSON in production (src/start/logFormat.ts).
  */
 import { HttpApp, HttpBody, HttpServerResponse } from "@effect/platform"
 import { Effect, FiberRef, Option, Stream } from "effect"
 import { type CallFacts, type CallStats, currentCall } from "../../services/CallStats.ts"
+import { formatUsd } from "../../services/Money.ts"
 import type { Metrics } from "../../services/Metrics.ts"
 import { routeOf } from "./routeNames.ts"
 
@@ -46,7 +49,21 @@ export const recordCall = (
           }, (now - startedAt) / 1000)
         }
         const accountId = facts.accountId
-        return accountId === undefined || method !== "POST" ? Effect.void : stats.record({
+        const logged = Effect.logInfo("request").pipe(Effect.annotateLogs({
+          request_id: requestId,
+          key_id: facts.keyId ?? null,
+          account_id: accountId ?? null,
+          method,
+          route: routeOf(url),
+          status,
+          code: status >= 400 ? facts.code ?? null : null,
+          latency_ms: now - startedAt,
+          ttft_ms: ttftMs ?? null,
+          model: facts.model ?? null,
+          cost_usd: formatUsd(facts.spend)
+        }))
+        if (accountId === undefined || method !== "POST") return logged
+        return Effect.zipRight(logged, stats.record({
           requestId,
           accountId,
           keyId: facts.keyId,
@@ -59,7 +76,7 @@ export const recordCall = (
           outputTokens: facts.outputTokens,
           spend: facts.spend,
           endedAt: now
-        })
+        }))
       })
     yield* HttpApp.appendPreResponseHandler((request, response) => {
       const body = response.body
