@@ -25,6 +25,7 @@ import { Gateways } from "./gateway/Gateways.ts"
 import { EventLogPg } from "./events/EventLogPg.ts"
 import { CallStatsPg } from "./monitoring/CallStatsPg.ts"
 import { MonitoringLive } from "./monitoring/MonitoringLive.ts"
+import { RetentionJob } from "./monitoring/RetentionJob.ts"
 import { MetricsLive } from "./telemetry/MetricsLive.ts"
 import { UsagePg } from "./monitoring/UsagePg.ts"
 import { HealthPg } from "./health/HealthPg.ts"
@@ -92,7 +93,7 @@ export const coreWith = <E, R>(ledger: Layer.Layer<Ledger, E, R>) => {
     Layer.provideMerge(MetricsLive)
   )
   // Monitoring reads what the calls left: receipts, buckets, balances, health.
-  const Observed = MonitoringLive.pipe(Layer.provideMerge(Layer.mergeAll(UsagePg, CallStatsPg)))
+  const Observed = Layer.mergeAll(MonitoringLive, RetentionJob).pipe(Layer.provideMerge(Layer.mergeAll(UsagePg, CallStatsPg)))
   return Layer.mergeAll(AgentServices, Observed).pipe(Layer.provideMerge(gateway))
 }
 

@@ -132,10 +132,18 @@ export const AgentSettings = Schema.Struct({
   legacyChatSunset: Schema.optionalWith(HttpDate, { default: () => LEGACY_AGENT_CHAT_SUNSET })
 })
 
-/** Monitoring's per-call records and buckets (layers/monitoring/CallStatsPg.ts). */
+/** Monitoring's per-call records and buckets (layers/monitoring/CallStatsPg.ts) and how long they are kept. */
 export const MonitoringSettings = Schema.Struct({
   /** How often each process writes its call records and buckets (what it holds meanwhile is lost if it is killed). */
-  flushMillis: Schema.optionalWith(PositiveInt, { default: () => 1000 })
+  flushMillis: Schema.optionalWith(PositiveInt, { default: () => 1000 }),
+  /** Events older than this are deleted (receipts, the billing record, never are). */
+  eventRetentionDays: Schema.optionalWith(PositiveInt, { default: () => 90 }),
+  /** Per-call records and hour buckets older than this are deleted (hour buckets: never before 31 days, the longest window). */
+  callRetentionDays: Schema.optionalWith(PositiveInt, { default: () => 30 }),
+  /** How often each process runs the retention job. */
+  retentionIntervalSeconds: Schema.optionalWith(PositiveInt, { default: () => 600 }),
+  /** Rows a retention statement deletes at most (a turn for other work between two). */
+  retentionBatch: Schema.optionalWith(PositiveInt, { default: () => 1000 })
 })
 
 export const monitoringDefaults = Schema.decodeSync(MonitoringSettings)({})

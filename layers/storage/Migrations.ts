@@ -18,6 +18,7 @@ import receiptLineItems from "./migrations/0013_receipt_line_items.ts"
 import eventOrder from "./migrations/0014_event_order.ts"
 import usage from "./migrations/0015_usage.ts"
 import callStats from "./migrations/0016_call_stats.ts"
+import retention from "./migrations/0017_retention.ts"
 
 const MIGRATIONS: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_accounts_keys_ledger": accountsKeysLedger,
@@ -35,7 +36,8 @@ const MIGRATIONS: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClien
   "0013_receipt_line_items": receiptLineItems,
   "0014_event_order": eventOrder,
   "0015_usage": usage,
-  "0016_call_stats": callStats
+  "0016_call_stats": callStats,
+  "0017_retention": retention
 }
 
 /** The newest migration this build knows; `/readyz` is ready once the database has it. */
