@@ -30,6 +30,7 @@ import { corsFor } from "./http/cors.ts"
 import { drainOnStop, settledOnStop } from "./http/drain.ts"
 import { edgeMiddleware } from "./http/Edge.ts"
 import { SecurityLive } from "./http/SecurityLive.ts"
+import { TracingLive } from "../layers/telemetry/TracingLive.ts"
 
 const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide([
@@ -71,13 +72,19 @@ const Listener = Layer.unwrapEffect(
 )
 
 /** Serves the API; needs the core services and the config. */
-export const HttpLive = HttpApiBuilder.serve().pipe(
-  // Per-request tracing spans cost more than the rest of the edge; tracing is opt-in.
-  HttpMiddleware.withTracerDisabledWhen(() => true),
+/** Per-request tracing spans cost more than the rest of the edge: only while traces are exported (TracingLive). */
+const Served = Layer.unwrapEffect(Effect.map(AppConfig, ({ env }) =>
+  env.OTEL_EXPORTER_OTLP_ENDPOINT
+    ? HttpApiBuilder.serve()
+    : HttpApiBuilder.serve().pipe(HttpMiddleware.withTracerDisabledWhen(() => true))
+))
+
+export const HttpLive = Served.pipe(
   Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
   Layer.provide(Edge),
   Layer.provide(Cors),
   Layer.provide(ApiLive),
   Layer.provideMerge(Listener),
-  Layer.provide(settledOnStop)
+  Layer.provide(settledOnStop),
+  Layer.provide(TracingLive)
 )

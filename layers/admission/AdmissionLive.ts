@@ -32,14 +32,14 @@ export const AdmissionLive = Layer.effect(
           const inputTokens = yield* pricing.countInputFairly(request)
           const rateLimit = yield* limiter.admit(principal, inputTokens + (requestedMaxTokens(request) ?? 0))
           return { principal, request, privacy, inputTokens, rateLimit }
-        }),
+        }).pipe(Effect.withSpan("svc.admission")),
       embeddings: (request, principal) =>
         Effect.gen(function*() {
           const inputs = inputsOf(request)
           const inputTokens = yield* pricing.countTexts(inputs)
           const rateLimit = yield* limiter.admit(principal, inputTokens.reduce((sum, n) => sum + n, 0))
           return { principal, request, inputs, inputTokens, rateLimit }
-        })
+        }).pipe(Effect.withSpan("svc.admission"))
     })
   })
 )

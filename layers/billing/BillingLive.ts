@@ -158,10 +158,11 @@ export const BillingLive = Layer.effect(
 
     return Billing.of({
       estimate: pricing.estimateFor,
-      hold: (principal, amount) => Effect.acquireRelease(reserve(principal, amount), release),
+      hold: (principal, amount) =>
+        Effect.acquireRelease(reserve(principal, amount).pipe(Effect.withSpan("svc.billing.hold")), release),
       // Without a scope object: cheaper for a call whose hold ends inside `use`.
       withHold: (principal, amount, use) =>
-        Effect.acquireUseRelease(reserve(principal, amount), use, (hold) => release(hold)),
+        Effect.acquireUseRelease(reserve(principal, amount).pipe(Effect.withSpan("svc.billing.hold")), use, (hold) => release(hold)),
       settle: (held, call, recordAfter) =>
         Effect.suspend(() => {
           if (!end(held)) return Effect.dieMessage(`hold ${held.id} settled after it ended`)
@@ -173,7 +174,8 @@ export const BillingLive = Layer.effect(
             )).pipe(
               Effect.tap((settlement) => recordAfter?.(settlement) ?? Effect.void),
               Effect.tap(countedForMonitoring),
-              Effect.ensuring(finished)
+              Effect.ensuring(finished),
+              Effect.withSpan("svc.billing.settle")
             )
         }),
       release,

@@ -75,7 +75,7 @@ export const RoutePlannerLive = Layer.effect(
             })
           }
           return { reason: planned.reason, dropped: planned.dropped, privacy, targets, amount }
-        })
+        }).pipe(Effect.withSpan("svc.route_plan"))
     })
   })
 )

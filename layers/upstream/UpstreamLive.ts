@@ -29,12 +29,12 @@ export const UpstreamLive = Layer.effect(
               deployment.adapter.complete({ request: cappedFor(request, outputTokens), upstreamModel: deployment.upstreamModel }),
               deployment.provider.timeoutMs,
               deadline
-            ))),
+            ))).pipe(Effect.withSpan("svc.upstream", { attributes: { "svc.stream": false } })),
       stream: (targets, request) =>
         Effect.all([Effect.scope, callDeadline(routing.deadline)]).pipe(Effect.flatMap(([scope, deadline]) =>
           firstThatAnswers(targets, { ...policy, deadlineAt: deadline.deadlineAt }, health, (target) =>
             openStream(cappedFor(request, target.outputTokens), scope, deadline)(target))
-        )),
+        ), Effect.withSpan("svc.upstream", { attributes: { "svc.stream": true } })),
       served: ({ attempts, target }, outcome) =>
         health.record(
           outcome.ok
