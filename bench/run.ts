@@ -8,7 +8,8 @@
  * BENCH_ONLY=fairness (only the fairness table, bench/fairness.ts),
  * BENCH_ONLY=embeddings (only the stall of a huge embeddings answer, bench/embeddingsStall.ts),
  * BENCH_ONLY=table (only the table against the bare proxy: what to profile the hot path with),
- * BENCH_ONLY=retrieval (only retrieval: recall on the evaluation set and search latency, bench/retrieval.ts).
+ * BENCH_ONLY=retrieval (only retrieval: recall on the evaluation set and search latency, bench/retrieval.ts),
+ * BENCH_ONLY=monitoring (only logs and monitoring latency at 1,000,000 events and call records, bench/monitoring.ts).
  */
 import type { ChildProcess } from "node:child_process"
 import { fileURLToPath } from "node:url"
@@ -17,6 +18,7 @@ import { embeddingsStall } from "./embeddingsStall.ts"
 import { fairness } from "./fairness.ts"
 import type { Job, Result } from "./load.ts"
 import { measureRefusal } from "./refusal.ts"
+import { monitoringBench } from "./monitoring.ts"
 import { retrievalBench } from "./retrieval.ts"
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
@@ -54,6 +56,7 @@ const startServer = async (args: Array<string>, execArgv: Array<string> = []) =>
 const main = async () => {
   if (process.env.BENCH_ONLY === "embeddings") return embeddingsStall().then(() => clearTimeout(deadline))
   if (process.env.BENCH_ONLY === "retrieval") return retrievalWithin(600_000)
+  if (process.env.BENCH_ONLY === "monitoring") return within(600_000, "monitoring", monitoringBench)
   const began = Date.now()
   const upstream = await startServer(["upstream"])
   const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []
@@ -178,15 +181,17 @@ const main = async () => {
   if (!onlyTable) await retrievalWithin(600_000)
 }
 
-/** The retrieval bench has its own time limit: the exact vector scan at 100,000 chunks takes seconds a search. */
-const retrievalWithin = (ms: number) => {
+/** A bench with a time limit of its own (retrieval: the exact vector scan at 100,000 chunks takes seconds a search). */
+const within = (ms: number, name: string, bench: () => Promise<void>) => {
   clearTimeout(deadline)
   const limit = setTimeout(() => {
-    console.error("bench: retrieval over its time limit, stopping")
+    console.error(`bench: ${name} over its time limit, stopping`)
     process.exit(1)
   }, ms)
-  return retrievalBench().finally(() => clearTimeout(limit))
+  return bench().finally(() => clearTimeout(limit))
 }
+
+const retrievalWithin = (ms: number) => within(ms, "retrieval", retrievalBench)
 
 main().catch((error) => {
   console.error(error)
