@@ -7,7 +7,7 @@
  * at least 31 days (the 30-day window). Receipts are never deleted.
  * Processes running it at once only share the work.
  */
-import { SqlClient } from "@effect/sql"
+import { SqlClient, type Statement } from "@effect/sql"
 import { Context, Effect, Layer } from "effect"
 import { AppConfig } from "../../services/Config.ts"
 import { warnUnlessOutage } from "../../services/DatabaseStatus.ts"
@@ -43,28 +43,22 @@ export const RetentionJob = Layer.scoped(
       return loop(0)
     }
 
-    const events = inBatches(sql<{ deleted: number }>`
-      WITH gone AS (
-        DELETE FROM events WHERE ctid IN (
-          SELECT ctid FROM events WHERE created_at < now() - make_interval(days => ${settings.eventRetentionDays}) LIMIT ${batch})
-        RETURNING 1
-      ) SELECT count(*)::int AS deleted FROM gone`)
-    const callRecords = inBatches(sql<{ deleted: number }>`
-      WITH gone AS (
-        DELETE FROM call_records WHERE ctid IN (
-          SELECT ctid FROM call_records WHERE ended_at < now() - make_interval(days => ${settings.callRetentionDays}) LIMIT ${batch})
-        RETURNING 1
-      ) SELECT count(*)::int AS deleted FROM gone`)
+    /** Deletes the rows of `table` that `old` picks, `batch` at a time. */
+    const deleteOld = (table: "events" | "call_records" | "call_stats", old: Statement.Fragment) =>
+      inBatches(sql<{ deleted: number }>`
+        WITH gone AS (
+          DELETE FROM ${sql(table)} WHERE ctid IN (SELECT ctid FROM ${sql(table)} WHERE ${old} LIMIT ${batch})
+          RETURNING 1
+        ) SELECT count(*)::int AS deleted FROM gone`)
+
+    const events = deleteOld("events", sql`created_at < now() - make_interval(days => ${settings.eventRetentionDays})`)
+    const callRecords = deleteOld("call_records", sql`ended_at < now() - make_interval(days => ${settings.callRetentionDays})`)
     const hourDays = Math.max(settings.callRetentionDays, LONGEST_WINDOW_DAYS)
-    const buckets = inBatches(sql<{ deleted: number }>`
-      WITH gone AS (
-        DELETE FROM call_stats WHERE ctid IN (
-          SELECT ctid FROM call_stats
-          WHERE (granularity = 'minute' AND bucket < now() - make_interval(days => ${MINUTE_BUCKET_DAYS}))
-             OR (granularity = 'hour' AND bucket < now() - make_interval(days => ${hourDays}))
-          LIMIT ${batch})
-        RETURNING 1
-      ) SELECT count(*)::int AS deleted FROM gone`)
+    const buckets = deleteOld(
+      "call_stats",
+      sql`(granularity = 'minute' AND bucket < now() - make_interval(days => ${MINUTE_BUCKET_DAYS}))
+        OR (granularity = 'hour' AND bucket < now() - make_interval(days => ${hourDays}))`
+    )
 
     const sweep = Effect.all({ events, callRecords, buckets }).pipe(Effect.orDie)
 

@@ -4,12 +4,12 @@
  * the calls a page at a time, newest first.
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
-import { ParseResult, Schema } from "effect"
+import { Schema } from "effect"
 import { Wire } from "../../services/ApiError.ts"
 import { PrivacyClass } from "../../services/Config.ts"
 import { USAGE_GROUPINGS } from "../../services/Usage.ts"
 import { PageSize } from "./Lists.ts"
-import { AccountSelector, Rfc3339 } from "./monitoringParams.ts"
+import { AccountSelector, positionCursor, Rfc3339 } from "./monitoringParams.ts"
 import { documented } from "./operationDocs.ts"
 import { MonitoringScope } from "./Security.ts"
 
@@ -50,24 +50,15 @@ export const UsageRecord = Schema.Struct({
 }).annotations({ identifier: "Usage", description: "Spend, tokens and requests of the billed calls in a range" })
 
 const USAGE_CURSOR = /^(\d{1,20})\.([A-Za-z0-9_-]{1,100})$/
-const CURSOR_MESSAGE = "not a cursor from this report (pass next_cursor from the previous page unchanged)"
 
-/** `cursor` of the usage calls ⇄ the position a page starts after. */
-export const UsageCursor = Schema.transformOrFail(
-  Schema.String,
-  Schema.Struct({ xid: Schema.BigIntFromSelf, id: Schema.String }),
-  {
-    strict: true,
-    decode: (cursor, _, ast) => {
-      const text = Buffer.from(cursor, "base64url").toString("utf8")
-      const match = USAGE_CURSOR.exec(text)
-      return match === null || Buffer.from(text).toString("base64url") !== cursor
-        ? ParseResult.fail(new ParseResult.Type(ast, cursor, CURSOR_MESSAGE))
-        : ParseResult.succeed({ xid: BigInt(match[1]!), id: match[2]! })
-    },
-    encode: (position) => ParseResult.succeed(Buffer.from(`${position.xid}.${position.id}`).toString("base64url"))
-  }
-).annotations({ description: "next_cursor of the previous page, unchanged" })
+/** `cursor` of the usage calls: the settling transaction and receipt id of the last call shown. */
+export const UsageCursor = positionCursor(Schema.Struct({ xid: Schema.BigIntFromSelf, id: Schema.String }), {
+  read: (text) => {
+    const match = USAGE_CURSOR.exec(text)
+    return match === null ? undefined : { xid: BigInt(match[1]!), id: match[2]! }
+  },
+  write: (position) => `${position.xid}.${position.id}`
+})
 
 export const usageCursorOf = Schema.encodeSync(UsageCursor)
 

@@ -49,24 +49,35 @@ export const EventTypeFilter = Schema.transformOrFail(
   }
 ).annotations({ description: "An event type (provider.route) or a category prefix (payment.)" })
 
-const EVENT_CURSOR = /^(\d{1,20})\.(\d{1,19})$/
-const CURSOR_MESSAGE = "not a cursor from this log (pass next_cursor from the previous page unchanged)"
+const CURSOR_MESSAGE = "not a cursor from this list (pass next_cursor from the previous page unchanged)"
 
-/** `cursor` of the event log ⇄ the position a page starts after. */
-export const EventCursor = Schema.transformOrFail(
-  Schema.String,
-  Schema.Struct({ xid: Schema.BigIntFromSelf, seq: Schema.BigIntFromSelf }),
-  {
+/**
+ * A page cursor ⇄ the position a page starts after: base64url of the position's text, accepted only in
+ * the exact spelling the server gave out (base64url decoding forgives characters it does not know).
+ */
+export const positionCursor = <A>(
+  position: Schema.Schema<A>,
+  text: { readonly read: (text: string) => A | undefined; readonly write: (position: A) => string }
+) =>
+  Schema.transformOrFail(Schema.String, Schema.typeSchema(position), {
     strict: true,
     decode: (cursor, _, ast) => {
-      const text = Buffer.from(cursor, "base64url").toString("utf8")
-      const match = EVENT_CURSOR.exec(text)
-      return match === null || Buffer.from(text).toString("base64url") !== cursor
-        ? ParseResult.fail(new ParseResult.Type(ast, cursor, CURSOR_MESSAGE))
-        : ParseResult.succeed({ xid: BigInt(match[1]!), seq: BigInt(match[2]!) })
+      const decoded = Buffer.from(cursor, "base64url").toString("utf8")
+      const read = Buffer.from(decoded).toString("base64url") === cursor ? text.read(decoded) : undefined
+      return read === undefined ? ParseResult.fail(new ParseResult.Type(ast, cursor, CURSOR_MESSAGE)) : ParseResult.succeed(read)
     },
-    encode: (position) => ParseResult.succeed(Buffer.from(`${position.xid}.${position.seq}`).toString("base64url"))
-  }
-).annotations({ description: "next_cursor of the previous page, unchanged" })
+    encode: (value) => ParseResult.succeed(Buffer.from(text.write(value)).toString("base64url"))
+  }).annotations({ description: "next_cursor of the previous page, unchanged" })
+
+const EVENT_CURSOR = /^(\d{1,20})\.(\d{1,19})$/
+
+/** `cursor` of the event log: the transaction and sequence of the last event shown. */
+export const EventCursor = positionCursor(Schema.Struct({ xid: Schema.BigIntFromSelf, seq: Schema.BigIntFromSelf }), {
+  read: (text) => {
+    const match = EVENT_CURSOR.exec(text)
+    return match === null ? undefined : { xid: BigInt(match[1]!), seq: BigInt(match[2]!) }
+  },
+  write: (position) => `${position.xid}.${position.seq}`
+})
 
 export const eventCursorOf: (position: EventPosition) => string = Schema.encodeSync(EventCursor)
