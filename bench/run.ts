@@ -9,7 +9,8 @@
  * BENCH_ONLY=embeddings (only the stall of a huge embeddings answer, bench/embeddingsStall.ts),
  * BENCH_ONLY=table (only the table against the bare proxy: what to profile the hot path with),
  * BENCH_ONLY=retrieval (only retrieval: recall on the evaluation set and search latency, bench/retrieval.ts),
- * BENCH_ONLY=monitoring (only logs and monitoring latency at 1,000,000 events and call records, bench/monitoring.ts).
+ * BENCH_ONLY=monitoring (only logs and monitoring latency at 1,000,000 events and call records, bench/monitoring.ts),
+ * BENCH_ONLY=records (only chat with and without call records, bench/records.ts).
  */
 import type { ChildProcess } from "node:child_process"
 import { fileURLToPath } from "node:url"
@@ -19,6 +20,7 @@ import { fairness } from "./fairness.ts"
 import type { Job, Result } from "./load.ts"
 import { measureRefusal } from "./refusal.ts"
 import { monitoringBench } from "./monitoring.ts"
+import { recordsBench } from "./records.ts"
 import { retrievalBench } from "./retrieval.ts"
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
@@ -57,6 +59,10 @@ const main = async () => {
   if (process.env.BENCH_ONLY === "embeddings") return embeddingsStall().then(() => clearTimeout(deadline))
   if (process.env.BENCH_ONLY === "retrieval") return retrievalWithin(600_000)
   if (process.env.BENCH_ONLY === "monitoring") return within(600_000, "monitoring", monitoringBench)
+  if (process.env.BENCH_ONLY === "records") {
+    await recordsBench(startServer, () => spawn("./load.ts"), bodies, ROUNDS, SECONDS)
+    return clearTimeout(deadline)
+  }
   const began = Date.now()
   const upstream = await startServer(["upstream"])
   const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []

@@ -1,6 +1,7 @@
 /**
  * One server of the benchmark, in its own process so that each has its own
- * event loop: `upstream`, `proxy <upstreamBaseUrl>` or `gateway <upstreamBaseUrl>`.
+ * event loop: `upstream`, `proxy <upstreamBaseUrl>`, `gateway <upstreamBaseUrl>` or
+ * `gateway-unrecorded <upstreamBaseUrl>` (the same gateway keeping no call records, bench/records.ts).
  * Sends `{ ready: { url, key? } }` to the parent, answers "stats" with
  * `{ stats: { cpuMicros, connections } }` (its CPU time so far; for the
  * upstream, the TCP connections it accepted), and stops on "stop" or when the
@@ -16,6 +17,9 @@ import { Pool } from "undici"
 import { freshDatabase } from "../test/support/database.ts"
 import { startFakeOpenAi } from "../test/support/fakeOpenAiUpstream.ts"
 import { startGateway } from "../test/support/gateway.ts"
+import { coreWith } from "../layers/Core.ts"
+import { LedgerPg } from "../layers/billing/LedgerPg.ts"
+import { CallStatsNone } from "../layers/monitoring/CallStatsNone.ts"
 import { VAST_MODEL } from "./refusal.ts"
 
 const BENCH_MODEL = "svc/bench"
@@ -52,7 +56,7 @@ const startBareProxy = async (upstreamBaseUrl: string) => {
 }
 
 /** The whole gateway over a fresh database (a cold embedded start unless DATABASE_URL is set). */
-const startBenchGateway = async (upstreamBaseUrl: string) => {
+const startBenchGateway = async (upstreamBaseUrl: string, recorded = true) => {
   const dataDir = mkdtempSync(join(tmpdir(), "svc-bench-db-"))
   const database = process.env.DATABASE_URL
     ? await freshDatabase()
@@ -60,6 +64,7 @@ const startBenchGateway = async (upstreamBaseUrl: string) => {
   const gateway = await startGateway({
     database,
     scanResponses: false,
+    ...(recorded ? {} : { core: coreWith(LedgerPg, CallStatsNone) }),
     config: {
       models: [{
         id: BENCH_MODEL,
@@ -106,7 +111,7 @@ const main = async () => {
     ? await startFakeOpenAi().then((fake) => ({ ...fake, url: fake.baseUrl, key: undefined }))
     : role === "proxy"
     ? { ...await startBareProxy(upstreamBaseUrl), key: undefined }
-    : await startBenchGateway(upstreamBaseUrl)
+    : await startBenchGateway(upstreamBaseUrl, role !== "gateway-unrecorded")
   let stopping = false
   const stop = async () => {
     if (stopping) return

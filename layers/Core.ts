@@ -4,7 +4,10 @@
  * deployment health, the chat and embeddings paths, and agents with their
  * knowledge; the database's status and the settlement journal. Needs only the `AppConfig`.
  */
+import type { SqlClient } from "@effect/sql"
 import { Layer } from "effect"
+import type { CallStats } from "../services/CallStats.ts"
+import type { AppConfig } from "../services/Config.ts"
 import type { Ledger } from "../services/Ledger.ts"
 import { Plugins } from "../plugins/index.ts"
 import { AttestationVerifierPlugins } from "../plugins/attestation/index.ts"
@@ -70,8 +73,11 @@ const Catalogue = CatalogueLive.pipe(
  */
 export const ConfigChecks = Layer.mergeAll(Catalogue, RouterModesLive)
 
-/** The services with a given ledger: the real one in `Core`, a no-op one in the billing benchmark. */
-export const coreWith = <E, R>(ledger: Layer.Layer<Ledger, E, R>) => {
+/** The services with a given ledger (the real one in `Core`, a no-op one in the billing benchmark) and call records. */
+export const coreWith = <E, R>(
+  ledger: Layer.Layer<Ledger, E, R>,
+  callStats: Layer.Layer<CallStats, never, SqlClient.SqlClient | AppConfig> = CallStatsPg
+) => {
   const Money = ReservationSweeper.pipe(
     // Settlements kept while the database was away: replayed at start, before the first sweep.
     Layer.provideMerge(SettlementJournalFile),
@@ -93,7 +99,7 @@ export const coreWith = <E, R>(ledger: Layer.Layer<Ledger, E, R>) => {
     Layer.provideMerge(MetricsLive)
   )
   // Monitoring reads what the calls left: receipts, buckets, balances, health.
-  const Observed = Layer.mergeAll(MonitoringLive, RetentionJob).pipe(Layer.provideMerge(Layer.mergeAll(UsagePg, CallStatsPg)))
+  const Observed = Layer.mergeAll(MonitoringLive, RetentionJob).pipe(Layer.provideMerge(Layer.mergeAll(UsagePg, callStats)))
   return Layer.mergeAll(AgentServices, Observed).pipe(Layer.provideMerge(gateway))
 }
 

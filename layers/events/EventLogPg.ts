@@ -47,8 +47,10 @@ export const EventLogPg = Layer.effect(
         const type = query.type
         const conditions = [
           sql`account_id = ${query.accountId}`,
-          // The horizon: every transaction older than this statement's oldest running one has ended.
-          sql`xid < pg_snapshot_xmin(pg_current_snapshot())`,
+          // The horizon: every transaction older than this statement's oldest running one has ended. After a
+          // cursor it is implied (the cursor lies below an earlier horizon), and left out: a second upper bound
+          // on `xid` would keep a backward index scan from starting at the cursor.
+          ...(query.after === undefined ? [sql`xid < pg_snapshot_xmin(pg_current_snapshot())`] : []),
           ...(type === undefined
             ? []
             : "exact" in type

@@ -68,7 +68,8 @@ export const UsagePg = Layer.effect(
     const inRange = (query: UsageQuery) =>
       sql.and([
         sql`account_id = ${query.accountId}`,
-        sql`xid < pg_snapshot_xmin(pg_current_snapshot())`,
+        // Implied after a cursor, and then left out so the index scan starts at the cursor (EventLogPg.ts).
+        ...(query.after === undefined ? [sql`xid < pg_snapshot_xmin(pg_current_snapshot())`] : []),
         ...(query.from !== undefined ? [sql`created_at >= ${query.from}`] : []),
         ...(query.to !== undefined ? [sql`created_at < ${query.to}`] : [])
       ])

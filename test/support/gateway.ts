@@ -46,6 +46,8 @@ export const startGateway = async (
     readonly database?: TestDatabase
     /** Scan what callers receive for upstream names (on by default; the benchmark measures without it). */
     readonly scanResponses?: boolean
+    /** The services (default `Core`; the benchmark compares variants). */
+    readonly core?: typeof Core
   } = {}
 ): Promise<TestGateway> => {
   const owned = options.database === undefined
@@ -69,7 +71,7 @@ export const startGateway = async (
   )
   const runtime = ManagedRuntime.make(
     HttpLive.pipe(
-      Layer.provideMerge(Core),
+      Layer.provideMerge(options.core ?? Core),
       Layer.provide(Layer.succeed(AppConfig, config)),
       Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
     )
