@@ -53,6 +53,19 @@ export interface Percentiles {
   readonly p99: number | undefined
 }
 
+/** One bucket of a window (a minute, or an hour for windows over 6 hours). */
+export interface SeriesPoint {
+  /** Epoch ms of the bucket's start. */
+  readonly at: number
+  readonly requests: number
+  /** Answers that were not 2xx. */
+  readonly errors: number
+  readonly inputTokens: number
+  readonly outputTokens: number
+  readonly spend: Nanos
+  readonly p95LatencyMs: number | undefined
+}
+
 /** An account's calls over a window, added up across processes. */
 export interface CallWindow {
   /** Epoch ms of the first bucket counted (the window's start, rounded down to its bucket). */
@@ -66,6 +79,8 @@ export interface CallWindow {
   readonly inputTokens: number
   readonly outputTokens: number
   readonly spend: Nanos
+  /** Bucket by bucket, oldest first, from the window's first bucket to the current one. */
+  readonly series: ReadonlyArray<SeriesPoint>
 }
 
 export class CallStats extends Context.Tag("svc/CallStats")<CallStats, {

@@ -80,6 +80,10 @@ layer(freshStorage({}), { timeout: "60 seconds" })("CallStats windows (two proce
       within(recent.latencyMs.p95, 95)
       within(recent.latencyMs.p99, 99)
       within(recent.ttftMs.p50, 5)
+      // Minute by minute from T0 − 5 min to the current minute (T0); the calls fell in the two before it.
+      expect(recent.series.map((point) => point.at)).toEqual([5, 4, 3, 2, 1, 0].map((m) => T0 - m * MINUTE))
+      expect(recent.series.map((point) => point.requests)).toEqual([0, 0, 0, 33, 67, 0])
+      expect(recent.series.reduce((total, point) => total + point.spend, 0n)).toBe(86_000_000n)
       // The other process reads the same.
       expect(yield* two.window("acct_window", WINDOWS["5m"])).toEqual(recent)
 

@@ -56,6 +56,12 @@ describe("GET /v1/monitoring", () => {
     // One stream: its time to first byte is known, and no later than its whole answer could be.
     expect(summary.ttft_ms.p50).toBeGreaterThan(0)
     expect(summary.ttft_ms.p50).toBeLessThanOrEqual(summary.latency_ms.p99 * 1.2)
+    // A point a minute (6 in a 5-minute window, counting the current minute), adding up to the totals.
+    expect(summary.series.length).toBeGreaterThanOrEqual(5)
+    expect(summary.series.length).toBeLessThanOrEqual(6)
+    expect(summary.series.reduce((total: number, point: any) => total + point.requests, 0)).toBe(5)
+    expect(summary.series.reduce((total: number, point: any) => total + point.errors, 0)).toBe(2)
+    expect(summary.series.reduce((total: bigint, point: any) => total + usd(point.spend_usd), 0n)).toBe(usd(summary.spend_usd))
   })
 
   it("gives payment health from the balance and the window's burn rate", async () => {

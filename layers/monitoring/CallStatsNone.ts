@@ -5,25 +5,13 @@
  */
 import { Effect, Layer } from "effect"
 import { CallStats } from "../../services/CallStats.ts"
-
-const NOTHING = { p50: undefined, p95: undefined, p99: undefined }
+import { callWindow } from "./callWindow.ts"
 
 export const CallStatsNone = Layer.succeed(
   CallStats,
   CallStats.of({
     record: () => Effect.void,
     flush: Effect.void,
-    window: () =>
-      Effect.succeed({
-        from: 0,
-        requests: 0,
-        errorsByCode: {},
-        serverErrors: 0,
-        latencyMs: NOTHING,
-        ttftMs: NOTHING,
-        inputTokens: 0,
-        outputTokens: 0,
-        spend: 0n
-      })
+    window: () => Effect.succeed(callWindow([], 0, -1, 1))
   })
 )

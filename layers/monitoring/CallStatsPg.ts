@@ -3,9 +3,8 @@
  * and written every `monitoring.flushMillis` — the new per-call records in one
  * statement, the changed buckets whole, keyed by this process — and at stop.
  * A window of up to 6 hours reads minute buckets, a longer one hour buckets,
- * each process's rows added up: its oldest bucket is counted whole, so a
- * window reaches back at most one bucket further than asked. Percentiles come
- * from the merged histograms (within a factor 2^(1/4) of the exact value).
+ * each process's rows added up (callWindow.ts): its oldest bucket is counted
+ * whole, so a window reaches back at most one bucket further than asked.
  * A flush that fails keeps everything for the next; records beyond 10,000
  * waiting are dropped (logged) rather than held without bound.
  */
@@ -13,33 +12,18 @@ import { randomBytes } from "node:crypto"
 import { hostname } from "node:os"
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Layer, Schedule } from "effect"
-import { CallStats, type CallWindow, type FinishedCall } from "../../services/CallStats.ts"
+import { CallStats, type FinishedCall } from "../../services/CallStats.ts"
 import { AppConfig } from "../../services/Config.ts"
 import { warnUnlessOutage } from "../../services/DatabaseStatus.ts"
-import { formatUsd, fromNumericColumn } from "../../services/Money.ts"
-import { fromJson, type Histogram, mergeInto, quantile } from "../health/latencyHistogram.ts"
+import { formatUsd } from "../../services/Money.ts"
 import { HOUR_MS, makeCallBuckets, MINUTE_MS } from "./callBuckets.ts"
+import { callWindow, type StatsRow } from "./callWindow.ts"
 
 const MAX_WAITING_RECORDS = 10_000
 /** Windows up to this long read minute buckets. */
 const MINUTE_WINDOWS_UP_TO = 6 * HOUR_MS
 
-interface StatsRow {
-  readonly requests: number
-  readonly server_errors: number
-  readonly errors: Record<string, number>
-  readonly latency: Record<string, number>
-  readonly ttft: Record<string, number>
-  readonly input_tokens: string
-  readonly output_tokens: string
-  readonly spend_usd: string
-}
 
-const percentiles = (histogram: Histogram) => ({
-  p50: quantile(histogram, 0.5),
-  p95: quantile(histogram, 0.95),
-  p99: quantile(histogram, 0.99)
-})
 
 const recordRow = (call: FinishedCall) => ({
   request_id: call.requestId,
@@ -133,36 +117,12 @@ export const CallStatsPg = Layer.scoped(
           const start = now - windowMs
           const from = start - (start % span)
           const rows = yield* sql<StatsRow>`
-            SELECT requests, server_errors, errors, latency, ttft, input_tokens::text, output_tokens::text,
-                   spend_usd::text AS spend_usd
+            SELECT (extract(epoch FROM bucket) * 1000)::float8 AS bucket_ms, requests, server_errors, errors, latency, ttft,
+                   input_tokens::text, output_tokens::text, spend_usd::text AS spend_usd
             FROM call_stats
             WHERE account_id = ${accountId} AND granularity = ${granularity}
               AND bucket >= to_timestamp(${from / 1000}) AND bucket <= to_timestamp(${now / 1000})`.pipe(Effect.orDie)
-          const latency: Histogram = new Map()
-          const ttft: Histogram = new Map()
-          const errorsByCode: Record<string, number> = {}
-          let requests = 0, serverErrors = 0, inputTokens = 0, outputTokens = 0, spend = 0n
-          for (const row of rows) {
-            requests += row.requests
-            serverErrors += row.server_errors
-            inputTokens += Number(row.input_tokens)
-            outputTokens += Number(row.output_tokens)
-            spend += fromNumericColumn(row.spend_usd)
-            mergeInto(latency, fromJson(row.latency))
-            mergeInto(ttft, fromJson(row.ttft))
-            for (const [code, count] of Object.entries(row.errors)) errorsByCode[code] = (errorsByCode[code] ?? 0) + count
-          }
-          return {
-            from,
-            requests,
-            errorsByCode,
-            serverErrors,
-            latencyMs: percentiles(latency),
-            ttftMs: percentiles(ttft),
-            inputTokens,
-            outputTokens,
-            spend
-          } satisfies CallWindow
+          return callWindow(rows, from, now - (now % span), span)
         })
     })
   })

@@ -45,6 +45,17 @@ export const MonitoringRecord = Schema.Struct({
       description: "exhausted: nothing available; low: under 24 hours of runway at the window's burn rate"
     })
   }),
+  series: Schema.Array(Schema.Struct({
+    at: Schema.String.annotations({ description: "The bucket's start" }),
+    requests: Schema.Int,
+    errors: Schema.Int,
+    input_tokens: Schema.Int,
+    output_tokens: Schema.Int,
+    spend_usd: Schema.String,
+    p95_latency_ms: Schema.NullOr(Schema.Number)
+  })).annotations({
+    description: "One point per minute (windows up to 6h) or hour, oldest first, empty buckets included: for charts"
+  }),
   providers: ProvidersHealth
 }).annotations({ identifier: "Monitoring", description: "An account's calls, spend and health over a window" })
 

@@ -53,6 +53,15 @@ export const MonitoringHandlers = HttpApiBuilder.group(Api, "monitoring", (handl
             runway_hours: payment.runwayHours === undefined ? null : Math.round(payment.runwayHours * 100) / 100,
             status: payment.status
           },
+          series: calls.series.map((point) => ({
+            at: new Date(point.at).toISOString(),
+            requests: point.requests,
+            errors: point.errors,
+            input_tokens: point.inputTokens,
+            output_tokens: point.outputTokens,
+            spend_usd: formatUsd(point.spend),
+            p95_latency_ms: tenths(point.p95LatencyMs)
+          })),
           providers
         }
       }))
