@@ -24,6 +24,7 @@ export const EVENT_TYPES = [
   "privacy.class_served",
   "privacy.downgraded",
   "privacy.rejected",
+  "rate_limit.refused",
   "agent.created",
   "agent.deleted",
   "agent.document_added",
@@ -41,7 +42,7 @@ export interface NewEvent {
 }
 
 /** The event categories (the part of a type before its dot), for prefix filters like `payment.`. */
-export const EVENT_CATEGORIES = ["account", "key", "payment", "receipt", "provider", "privacy", "agent"] as const
+export const EVENT_CATEGORIES = ["account", "key", "payment", "receipt", "provider", "privacy", "rate_limit", "agent"] as const
 export type EventCategory = typeof EVENT_CATEGORIES[number]
 
 /** Where a page of events ended: the writing transaction, then the order within it. */

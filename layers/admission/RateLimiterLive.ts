@@ -13,6 +13,7 @@ import { Clock, Effect, FiberRef, Layer, Option, Schedule } from "effect"
 import { RateLimited, ServiceUnavailable } from "../../services/ApiError.ts"
 import type { Principal } from "../../services/ApiKeys.ts"
 import { AppConfig } from "../../services/Config.ts"
+import { EventLog } from "../../services/EventLog.ts"
 import { Metrics } from "../../services/Metrics.ts"
 import {
   type Bucket,
@@ -69,15 +70,36 @@ export const RateLimiterLive = Layer.effect(
     const leaseMs = permitLeaseSeconds * 1000
     const outage = outageLog()
     const metrics = yield* Effect.serviceOption(Metrics)
-    const refused = (limit: string) => Effect.sync(() => Option.map(metrics, (m) => m.rateLimitRefused(limit)))
+    const events = yield* Effect.serviceOption(EventLog)
+    /** When each key's last `rate_limit.refused` event was written (this process). */
+    const lastEvent = new Map<string, number>()
+    /**
+     * A refusal: counted in the metrics every time, told in the event log at most once a minute per key
+     * and process (a caller hammering a limit must not turn each refused call into a database write).
+     */
+    const refused = (limit: string, principal: Principal, retryAfterMs: number) =>
+      Effect.gen(function*() {
+        Option.map(metrics, (m) => m.rateLimitRefused(limit))
+        if (Option.isNone(events) || principal.accountId === null) return
+        const now = yield* Clock.currentTimeMillis
+        if (now - (lastEvent.get(principal.keyId) ?? -Infinity) < MINUTE_MS) return
+        lastEvent.set(principal.keyId, now)
+        if (lastEvent.size > 10_000) lastEvent.clear()
+        yield* events.value.record({
+          type: "rate_limit.refused",
+          accountId: principal.accountId,
+          data: { key_id: principal.keyId, limit, retry_after_seconds: Math.max(1, Math.ceil(retryAfterMs / 1000)) }
+        }).pipe(Effect.catchAllCause(() => Effect.void)) // the refusal stands even if the log cannot be written
+      })
 
     /** One of the account's concurrent-call permits, held until the scope closes. */
-    const permit = (accountId: string, cap: number) =>
+    const permit = (principal: Principal & { readonly accountId: string }, cap: number) =>
       Effect.gen(function*() {
+        const accountId = principal.accountId
         const now = yield* Clock.currentTimeMillis
         const got = yield* store.acquire(accountId, cap, now, now + leaseMs)
         if (Option.isNone(got)) {
-          yield* refused("concurrency")
+          yield* refused("concurrency", principal, 1000)
           return yield* retryLater(`${cap} concurrent calls per account`, 1000)
         }
         yield* Effect.addFinalizer(() => Effect.ignoreLogged(store.release(accountId, got.value)))
@@ -100,7 +122,7 @@ export const RateLimiterLive = Layer.effect(
         Effect.gen(function*() {
           if (principal.accountId === null) return unlimited
           const cap = principal.concurrency ?? defaults.concurrency
-          if (cap !== undefined) yield* permit(principal.accountId, cap)
+          if (cap !== undefined) yield* permit({ ...principal, accountId: principal.accountId }, cap)
           const { requests, tokens: tokenBucket } = bucketsOf(principal)
           const buckets: Array<Bucket> = []
           const amounts: Array<number> = []
@@ -125,8 +147,9 @@ export const RateLimiterLive = Layer.effect(
             const what = short.map(({ bucket }) =>
               bucket === requests ? `${bucket.limit} requests per minute` : `${bucket.limit} tokens per minute`
             ).join(" and ")
-            yield* refused(short.map(({ bucket }) => (bucket === requests ? "rpm" : "tpm")).join("+") || "rpm")
-            return yield* retryLater(what || "the key's limits", Math.max(0, ...short.map(({ ms }) => ms)))
+            const retryAfterMs = Math.max(0, ...short.map(({ ms }) => ms))
+            yield* refused(short.map(({ bucket }) => (bucket === requests ? "rpm" : "tpm")).join("+") || "rpm", principal, retryAfterMs)
+            return yield* retryLater(what || "the key's limits", retryAfterMs)
           }
           if (tokenBucket === undefined) return unlimited
           return {
