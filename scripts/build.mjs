@@ -5,10 +5,12 @@
  * `--if-stale` (before `npm start` and `npm run svc`) builds only when a
  * source file is newer than the bundle, so an edited checkout never runs old
  * code and an unchanged one starts at once. It also makes the sandbox's word
- * vectors (scripts/wordVectors.mjs) when they are missing.
+ * vectors (scripts/wordVectors.mjs) when they are missing, and the dashboard
+ * (src/dashboard: the browser bundle with its chart library, the page and its
+ * styles) into dist/dashboard, which the gateway serves at /dashboard.
  */
 import { build } from "esbuild"
-import { chmodSync, existsSync, readdirSync, statSync } from "node:fs"
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, statSync } from "node:fs"
 import { join } from "node:path"
 import { buildWordVectors, WORD_VECTORS } from "./wordVectors.mjs"
 
@@ -22,7 +24,7 @@ const newest = (path) => {
 }
 
 const stale = () => {
-  const outputs = Object.keys(entries).map((name) => `dist/${name}.js`)
+  const outputs = [...Object.keys(entries).map((name) => `dist/${name}.js`), "dist/dashboard/app.js"]
   if (!outputs.every((file) => existsSync(file))) return true
   const built = Math.min(...outputs.map((file) => statSync(file).mtimeMs))
   return sources.some((path) => existsSync(path) && newest(path) > built)
@@ -46,6 +48,21 @@ if (!process.argv.includes("--if-stale") || stale()) {
   })
   // Both are commands: `./dist/cli.js` and `npx svc` run them directly.
   for (const name of Object.keys(entries)) chmodSync(`dist/${name}.js`, 0o755)
+  await build({
+    entryPoints: { app: "src/dashboard/app.ts" },
+    outdir: "dist/dashboard",
+    bundle: true,
+    platform: "browser",
+    format: "esm",
+    target: "es2020",
+    minify: true,
+    sourcemap: true,
+    logLevel: "warning"
+  })
+  mkdirSync("dist/dashboard", { recursive: true })
+  copyFileSync("src/dashboard/index.html", "dist/dashboard/index.html")
+  copyFileSync("src/dashboard/style.css", "dist/dashboard/style.css")
+  copyFileSync("node_modules/uplot/dist/uPlot.min.css", "dist/dashboard/uplot.min.css")
 }
 
 // Made once: the sandbox's word vectors change only with the package they come from.

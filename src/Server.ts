@@ -27,6 +27,7 @@ import { UsageHandlers } from "./handlers/Usage.ts"
 import { ResponsesHandlers } from "./handlers/Responses.ts"
 import { answerClientErrors, requestTimeouts } from "./http/clientErrors.ts"
 import { corsFor } from "./http/cors.ts"
+import { DashboardLive } from "./http/dashboard.ts"
 import { drainOnStop, settledOnStop } from "./http/drain.ts"
 import { edgeMiddleware } from "./http/Edge.ts"
 import { SecurityLive } from "./http/SecurityLive.ts"
@@ -81,6 +82,7 @@ const Served = Layer.unwrapEffect(Effect.map(AppConfig, ({ env }) =>
 
 export const HttpLive = Served.pipe(
   Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
+  Layer.provide(DashboardLive),
   Layer.provide(Edge),
   Layer.provide(Cors),
   Layer.provide(ApiLive),

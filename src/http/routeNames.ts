@@ -7,7 +7,7 @@ import { HttpApi } from "@effect/platform"
 import { Api } from "../api/Api.ts"
 
 /** Served beside the API's own endpoints. */
-const EXTRA_ROUTES = ["/openapi.json"]
+const EXTRA_ROUTES = ["/openapi.json", "/dashboard", "/dashboard/:file"]
 
 const matcherOf = (template: string) =>
   new RegExp(
