@@ -100,16 +100,17 @@ describe.skipIf(!available)("dashboard (Chromium)", () => {
     // The login form by keyboard alone.
     await page.keyboard.press("Tab")
     await page.keyboard.press("Tab")
-    expect(await page.evaluate(() => document.activeElement?.id)).toBe("key")
+    expect(await page.evaluate(() => (globalThis as any).document.activeElement?.id)).toBe("key")
     await page.keyboard.type(account.key)
     await page.keyboard.press("Enter")
     await expect.poll(() => page.locator("#board").isVisible()).toBe(true)
     await expect.poll(() => page.locator("#recent tbody tr").count()).toBeGreaterThan(0)
-    const scrollWidth = await page.evaluate(() => document.documentElement.scrollWidth)
+    const scrollWidth = await page.evaluate(() => (globalThis as any).document.documentElement.scrollWidth)
     expect(scrollWidth).toBeLessThanOrEqual(375)
     await page.addScriptTag({ content: AXE })
     const violations = await page.evaluate(async () => {
-      const result = await (window as any).axe.run(document, { resultTypes: ["violations"] })
+      const scope = globalThis as any
+      const result = await scope.axe.run(scope.document, { resultTypes: ["violations"] })
       return result.violations.map((violation: any) => ({
         id: violation.id,
         impact: violation.impact,
@@ -127,7 +128,7 @@ describe.skipIf(!available)("dashboard (Chromium)", () => {
     const { page } = await open(1440)
     await logIn(page, "svc_live_wrongwrongwrong")
     await expect.poll(() => page.locator("#login-error").textContent()).toContain("401")
-    expect(await page.evaluate(() => sessionStorage.length)).toBe(0)
+    expect(await page.evaluate(() => (globalThis as any).sessionStorage.length)).toBe(0)
     expect(await page.locator("#board").isVisible()).toBe(false)
     await page.close()
   }, 60_000)
