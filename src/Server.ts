@@ -18,6 +18,7 @@ import { EmbeddingsHandlers } from "./handlers/Embeddings.ts"
 import { LogsHandlers } from "./handlers/Logs.ts"
 import { MonitoringHandlers } from "./handlers/Monitoring.ts"
 import { MetricsHandlers } from "./handlers/Metrics.ts"
+import { KeyHandlers } from "./handlers/Key.ts"
 import { ModelsHandlers } from "./handlers/Models.ts"
 import { PrivacyHandlers } from "./handlers/Privacy.ts"
 import { ProbesHandlers } from "./handlers/Probes.ts"
@@ -46,6 +47,7 @@ const ApiLive = HttpApiBuilder.api(Api).pipe(
     UsageHandlers,
     MonitoringHandlers,
     MetricsHandlers,
+    KeyHandlers,
     ProvidersHandlers,
     PrivacyHandlers,
     AdminHandlers,

@@ -124,6 +124,33 @@ describe.skipIf(!available)("dashboard (Chromium)", () => {
     await page.close()
   }, 60_000)
 
+  it("lets an admin key choose an account, make a key (shown once), revoke it, and add credit", async () => {
+    const { page, problems } = await open(1440)
+    await logIn(page, gateway.adminKey)
+    await expect.poll(() => page.locator("#admin").isVisible()).toBe(true)
+    await page.getByLabel("Account", { exact: true }).selectOption(account.id)
+    await expect.poll(() => page.locator("#status").textContent()).toContain(account.id)
+    await expect.poll(() => page.locator("#accounts").textContent()).toContain(account.id)
+    await page.getByLabel("New key's name").fill("from-dashboard")
+    await page.getByRole("button", { name: "Create key" }).click()
+    await expect.poll(() => page.locator("#new-secret").textContent()).toMatch(/svc_live_[0-9A-Za-z]{40}/)
+    const secret = (await page.locator("#new-secret").textContent())!.match(/svc_live_[0-9A-Za-z]{40}/)![0]
+    const row = page.locator("#keys tr").filter({ hasText: "from-dashboard" })
+    await expect.poll(() => row.textContent()).toContain("active")
+    await row.getByRole("button").click()
+    await expect.poll(() => row.textContent()).toContain("revoked")
+    expect((await gateway.request("GET", "/v1/models", { key: secret })).status).toBe(401)
+    const before = (await gateway.request("GET", `/v1/admin/accounts/${account.id}`, {})).body.balance_usd
+    await page.getByLabel("Credit (USD)").fill("2.5")
+    await page.getByLabel("Reference").fill("dashboard-test")
+    await page.getByRole("button", { name: "Add credit" }).click()
+    await expect.poll(async () => (await gateway.request("GET", `/v1/admin/accounts/${account.id}`, {})).body.balance_usd)
+      .not.toBe(before)
+    await expect.poll(() => page.locator("#admin-status").textContent()).toContain("dashboard-test")
+    expect(problems).toEqual([])
+    await page.close()
+  }, 60_000)
+
   it("says a wrong key was refused, and keeps nothing", async () => {
     const { page } = await open(1440)
     await logIn(page, "svc_live_wrongwrongwrong")

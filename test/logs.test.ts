@@ -174,3 +174,15 @@ describe("receipts and the account selector", () => {
     expect((await gateway.request("GET", `/v1/receipts/${receiptId}?accountId=${other.id}`, { key: other.key })).status).toBe(404)
   })
 })
+
+describe("GET /v1/key", () => {
+  it("tells a key what it is: its id, account, scopes and limits; the operator key has no account", async () => {
+    const own = await gateway.request("GET", "/v1/key", { key: mine.key })
+    expect(own.status).toBe(200)
+    expect(own.body).toMatchObject({ object: "key", account_id: mine.id, scopes: ["chat", "monitoring"], rpm: null, tpm: null })
+    expect(own.body.id).toMatch(/^key_/)
+    const operator = await gateway.request("GET", "/v1/key", {})
+    expect(operator.body).toMatchObject({ object: "key", account_id: null, scopes: ["admin"] })
+    expect((await gateway.request("GET", "/v1/key", { key: "svc_live_nope" })).status).toBe(401)
+  })
+})

@@ -46,6 +46,7 @@ describe("openapi.json", () => {
       "/v1/agents/{id}/documents/{documentId}",
       "/v1/chat/completions",
       "/v1/embeddings",
+      "/v1/key",
       "/v1/logs",
       "/v1/models",
       "/v1/models/{id}",

@@ -10,6 +10,7 @@ import { AgentRunsGroup } from "./AgentRunsGroup.ts"
 import { AgentsGroup } from "./AgentsGroup.ts"
 import { ChatGroup } from "./ChatGroup.ts"
 import { EmbeddingsGroup } from "./EmbeddingsGroup.ts"
+import { KeyGroup } from "./KeyGroup.ts"
 import { LogsGroup } from "./LogsGroup.ts"
 import { MetricsGroup } from "./MetricsGroup.ts"
 import { ModelsGroup } from "./ModelsGroup.ts"
@@ -38,6 +39,7 @@ export class Api extends HttpApi.make("svc")
   .add(AgentsGroup)
   .add(AgentRunsGroup)
   .add(ModelsGroup)
+  .add(KeyGroup)
   .add(ReceiptsGroup)
   .add(LogsGroup)
   .add(UsageGroup)

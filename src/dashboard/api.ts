@@ -16,13 +16,29 @@ export class ApiRefusal extends Error {
   }
 }
 
-export const get = async <A>(path: string, key = storedKey()): Promise<A> => {
-  const response = await fetch(path, { headers: { authorization: `Bearer ${key ?? ""}` }, cache: "no-store" })
-  const body = await response.json().catch(() => ({}))
+/** The account an admin key looks at (`accountId` on every monitoring read); null for a customer key's own. */
+let selected: string | null = null
+export const selectAccount = (accountId: string | null) => void (selected = accountId)
+export const selectedAccount = () => selected
+
+/** `path` with the selected account, if any. */
+export const forAccount = (path: string) =>
+  selected === null ? path : `${path}${path.includes("?") ? "&" : "?"}accountId=${encodeURIComponent(selected)}`
+
+export const get = <A>(path: string, key = storedKey()): Promise<A> => send<A>("GET", path, undefined, key)
+
+export const send = async <A>(method: string, path: string, payload?: unknown, key = storedKey()): Promise<A> => {
+  const response = await fetch(path, {
+    method,
+    headers: { authorization: `Bearer ${key ?? ""}`, ...(payload === undefined ? {} : { "content-type": "application/json" }) },
+    cache: "no-store",
+    ...(payload === undefined ? {} : { body: JSON.stringify(payload) })
+  })
+  const answer: any = await response.json().catch(() => ({}))
   if (!response.ok) {
-    throw new ApiRefusal(response.status, body?.error?.code ?? String(response.status), body?.error?.message ?? response.statusText)
+    throw new ApiRefusal(response.status, answer?.error?.code ?? String(response.status), answer?.error?.message ?? response.statusText)
   }
-  return body as A
+  return answer as A
 }
 
 export interface Page<A> {
@@ -103,4 +119,19 @@ export interface Receipt {
   readonly reservation: { readonly estimated_usd: string }
   readonly balance_after_usd: string
   readonly attempts: ReadonlyArray<{ readonly model: string; readonly outcome: string; readonly latency_ms: number }>
+}
+
+export interface Account {
+  readonly id: string
+  readonly name: string
+  readonly balance_usd: string
+  readonly reserved_usd: string
+}
+
+export interface ApiKey {
+  readonly id: string
+  readonly name: string | null
+  readonly hint: string
+  readonly scopes: ReadonlyArray<string>
+  readonly revoked_at: string | null
 }

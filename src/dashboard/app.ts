@@ -4,7 +4,21 @@
  * detail), the event log a page at a time, and provider health — polled
  * every 5 s while the tab is visible, paged with the API's cursors.
  */
-import { ApiRefusal, forgetKey, get, type LogEvent, type Page, type Receipt, storedKey, storeKey, type Summary, type UsageCall } from "./api.ts"
+import { loadAccounts, loadKeys, wireAdmin } from "./admin.ts"
+import {
+  ApiRefusal,
+  forAccount,
+  forgetKey,
+  get,
+  type LogEvent,
+  type Page,
+  type Receipt,
+  selectAccount,
+  storedKey,
+  storeKey,
+  type Summary,
+  type UsageCall
+} from "./api.ts"
 import { drawCharts } from "./charts.ts"
 import { appendRows, byId, cards, el, ms, percent, table, time, usd } from "./render.ts"
 
@@ -18,9 +32,14 @@ const show = (signedIn: boolean) => {
   byId("session").hidden = !signedIn
 }
 
+/** A valid key that may read none of this page. */
+class MissingScope extends Error {}
+
 const refusalText = (error: unknown) =>
   error instanceof ApiRefusal
     ? error.status === 401 ? "This key was refused (401): check it, and that it has the monitoring scope." : `${error.status}: ${error.message}`
+    : error instanceof MissingScope
+    ? "This key has neither the monitoring nor the admin scope: the dashboard shows nothing it may not read."
     : "The gateway could not be reached."
 
 const renderSummary = (summary: Summary) => {
@@ -53,7 +72,7 @@ const renderSummary = (summary: Summary) => {
 
 const openReceipt = async (id: string) => {
   const panel = byId("receipt")
-  const receipt = await get<Receipt>(`/v1/receipts/${encodeURIComponent(id)}`)
+  const receipt = await get<Receipt>(forAccount(`/v1/receipts/${encodeURIComponent(id)}`))
   panel.replaceChildren(
     el("h3", `Receipt ${receipt.id}`),
     el("p", `${time(receipt.created_at)} · ${receipt.model} · ${receipt.privacy_class}`),
@@ -78,7 +97,7 @@ const eventRow = (event: LogEvent) => [time(event.created_at), event.type, event
 const loadLog = async (more: boolean) => {
   const type = (byId<HTMLSelectElement>("log-type")).value
   const query = new URLSearchParams({ limit: "20", ...(type === "" ? {} : { type }), ...(more && logCursor !== null ? { cursor: logCursor } : {}) })
-  const page = await get<Page<LogEvent>>(`/v1/logs?${query}`)
+  const page = await get<Page<LogEvent>>(forAccount(`/v1/logs?${query}`))
   if (more) appendRows(byId("log"), page.data.map(eventRow))
   else table(byId("log"), "Newest first", ["When", "Type", "Receipt", "Data"], page.data.map(eventRow))
   logCursor = page.next_cursor
@@ -93,8 +112,8 @@ const report = (error: unknown) => {
 const refresh = async () => {
   const window = byId<HTMLSelectElement>("window").value
   const [summary, usage] = await Promise.all([
-    get<Summary>(`/v1/monitoring?window=${window}`),
-    get<Page<UsageCall>>("/v1/usage?limit=10")
+    get<Summary>(forAccount(`/v1/monitoring?window=${window}`)),
+    get<Page<UsageCall>>(forAccount("/v1/usage?limit=10"))
   ])
   renderSummary(summary)
   renderRecent(usage.data)
@@ -110,16 +129,31 @@ const poll = () => {
 }
 
 const signIn = async (key: string) => {
-  // Checked before it is kept: a wrong key is never stored.
-  await get<Summary>("/v1/monitoring?window=5m", key)
+  // Checked before it is kept: a wrong key is never stored. An admin key reads every account.
+  const caller = await get<{ scopes: ReadonlyArray<string> }>("/v1/key", key)
+  const admin = caller.scopes.includes("admin")
+  if (!admin && !caller.scopes.includes("monitoring")) {
+    throw new MissingScope()
+  }
   storeKey(key)
   show(true)
-  await Promise.all([refresh(), loadLog(false)])
+  byId("admin").hidden = !admin
+  byId("account-chooser").hidden = !admin
+  if (admin) await loadAccounts()
+  else selectAccount(null)
+  await Promise.all([refresh(), loadLog(false), admin ? loadKeys() : Promise.resolve()])
   poll()
+}
+
+/** Another account chosen (or credit added): everything read again. */
+const reload = () => {
+  byId("receipt").hidden = true
+  void Promise.all([loadAccounts(), refresh(), loadLog(false), loadKeys()]).catch(report)
 }
 
 const signOut = (message = "") => {
   forgetKey()
+  selectAccount(null)
   window.clearTimeout(timer)
   show(false)
   byId("login-error").textContent = message
@@ -134,6 +168,7 @@ byId<HTMLFormElement>("login").addEventListener("submit", (event) => {
   })
 })
 byId("logout").addEventListener("click", () => signOut())
+wireAdmin(reload)
 byId("window").addEventListener("change", () => void refresh().catch(report))
 byId("log-type").addEventListener("change", () => void loadLog(false).catch(report))
 byId("log-more").addEventListener("click", () => void loadLog(true).catch(report))

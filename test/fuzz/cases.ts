@@ -123,6 +123,8 @@ export const ENDPOINTS: ReadonlyArray<Endpoint> = [
   { name: "usage", method: "GET", route: "/v1/usage", key: "monitoring", query: { limit: "2", group_by: "model" } },
   { name: "monitoring", method: "GET", route: "/v1/monitoring", key: "monitoring", query: { window: "1h" } },
   { name: "metrics", method: "GET", route: "/metrics", key: "admin" },
+  { name: "calling key", method: "GET", route: "/v1/key", key: "chat" },
+  { name: "dashboard", method: "GET", route: "/dashboard", key: "none" },
   { name: "providers health", method: "GET", route: "/v1/providers/health", key: "monitoring" },
   { name: "prompt keys", method: "GET", route: "/v1/privacy/keys", key: "none" },
   { name: "openapi", method: "GET", route: "/openapi.json", key: "none" },
