@@ -1,7 +1,8 @@
 /**
  * The dashboard in a real browser (Debian's Chromium through playwright-core):
  * log in with a key, see the balance drop after a chat call, open its
- * receipt, page the event log, a wrong key's 401; no console errors, no
+ * receipt, page the event log, a wrong key's 401; an admin key's accounts,
+ * keys (made, revoked) and credits; a key's agents; no console errors, no
  * request leaving the gateway's origin, the page's CSP; an axe-core scan
  * with no serious violations; screenshots at 375 and 1440 px wide saved to
  * test-artifacts/. Skipped, saying why, where no Chromium can be had
@@ -90,6 +91,8 @@ describe.skipIf(!available)("dashboard (Chromium)", () => {
     await expect.poll(() => page.locator("#log tbody tr").count()).toBeGreaterThan(20)
     mkdirSync(ARTIFACTS, { recursive: true })
     await page.screenshot({ path: join(ARTIFACTS, "dashboard-1440.png"), fullPage: true })
+    await page.evaluate(() => (globalThis as any).scrollTo(0, 0))
+    await page.screenshot({ path: join(ARTIFACTS, "dashboard-1440-top.png") })
     expect(problems).toEqual([])
     expect([...origins]).toEqual([gateway.url])
     await page.close()
@@ -147,6 +150,28 @@ describe.skipIf(!available)("dashboard (Chromium)", () => {
     await expect.poll(async () => (await gateway.request("GET", `/v1/admin/accounts/${account.id}`, {})).body.balance_usd)
       .not.toBe(before)
     await expect.poll(() => page.locator("#admin-status").textContent()).toContain("dashboard-test")
+    expect(problems).toEqual([])
+    await page.close()
+  }, 60_000)
+
+  it("lists a key's agents with their documents and conversations", async () => {
+    const owner = await gateway.account({ credit: "5", scopes: ["chat", "monitoring", "agents"] })
+    const agent = await gateway.request("POST", "/v1/agents", {
+      key: owner.key,
+      body: { name: "Support", instructions: "Answer from the documents." }
+    })
+    expect(agent.status).toBe(200)
+    const document = await gateway.request("POST", `/v1/agents/${agent.body.id}/documents`, {
+      key: owner.key,
+      body: { title: "Refunds", text: "Refunds are paid within five days of a request." }
+    })
+    expect(document.status).toBe(200)
+    const { page, problems } = await open(1440)
+    await logIn(page, owner.key)
+    const row = page.locator("#agents tr").filter({ hasText: "Support" })
+    await expect.poll(() => row.textContent()).toContain("0 of 1000")
+    await row.getByRole("button", { name: "Support" }).click()
+    await expect.poll(() => page.locator("#documents").textContent()).toContain("Refunds")
     expect(problems).toEqual([])
     await page.close()
   }, 60_000)

@@ -5,6 +5,7 @@
  * every 5 s while the tab is visible, paged with the API's cursors.
  */
 import { loadAccounts, loadKeys, wireAdmin } from "./admin.ts"
+import { loadAgents } from "./agents.ts"
 import {
   ApiRefusal,
   forAccount,
@@ -130,7 +131,7 @@ const poll = () => {
 
 const signIn = async (key: string) => {
   // Checked before it is kept: a wrong key is never stored. An admin key reads every account.
-  const caller = await get<{ scopes: ReadonlyArray<string> }>("/v1/key", key)
+  const caller = await get<{ account_id: string | null; scopes: ReadonlyArray<string> }>("/v1/key", key)
   const admin = caller.scopes.includes("admin")
   if (!admin && !caller.scopes.includes("monitoring")) {
     throw new MissingScope()
@@ -141,7 +142,15 @@ const signIn = async (key: string) => {
   byId("account-chooser").hidden = !admin
   if (admin) await loadAccounts()
   else selectAccount(null)
-  await Promise.all([refresh(), loadLog(false), admin ? loadKeys() : Promise.resolve()])
+  // Agents are read with the key's own account: shown to a key of an account with the agents scope.
+  const agents = caller.account_id !== null && caller.scopes.includes("agents")
+  byId("agents-section").hidden = !agents
+  await Promise.all([
+    refresh(),
+    loadLog(false),
+    admin ? loadKeys() : Promise.resolve(),
+    agents ? loadAgents(report) : Promise.resolve()
+  ])
   poll()
 }
 

@@ -12,7 +12,10 @@ const charts = new Map<string, Chart>()
 const sizeOf = (container: HTMLElement) => ({ width: Math.max(240, container.clientWidth - 8), height: 160 })
 
 /** Small amounts (a call costs millionths of a dollar) keep two significant digits on the axis. */
-const compact = (_: uPlot, values: Array<number>) => values.map((value) => (value === 0 ? "0" : Number(value.toPrecision(2)).toString()))
+const compact = (_: uPlot, values: Array<number>) =>
+  values.map((value) =>
+    value === 0 ? "0" : Math.abs(value) < 0.001 ? value.toExponential(1) : Number(value.toPrecision(2)).toString()
+  )
 
 const draw = (id: string, labels: ReadonlyArray<string>, data: uPlot.AlignedData) => {
   const container = byId(id)
