@@ -43,6 +43,10 @@ export const drawCharts = (summary: Summary) => {
     summary.series.map((point) => point.requests),
     summary.series.map((point) => point.errors)
   ])
+  draw("chart-errors", ["error rate %"], [
+    times,
+    summary.series.map((point) => (point.requests === 0 ? null : (100 * point.errors) / point.requests))
+  ])
   draw("chart-spend", ["spend"], [times, summary.series.map((point) => Number(point.spend_usd))])
   draw("chart-tokens", ["input", "output"], [
     times,
