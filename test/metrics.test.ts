@@ -83,8 +83,11 @@ describe("GET /metrics", () => {
     expect((await call()).status).toBe(429)
     expect(sample((await scrape()).get("svc_rate_limit_refusals_total"), { limit: "rpm" })?.value).toBe("2")
     // The event log is told once a minute per key, not once per refused call.
-    const events = await gateway.request("GET", `/v1/logs?accountId=${account.id}&type=rate_limit.`, {})
-    expect(events.body.data.map((event: any) => [event.type, event.data])).toEqual([
+    // Polled: an event is listed once every older transaction on the server has ended (docs/events.md).
+    const listed = async () =>
+      (await gateway.request("GET", `/v1/logs?accountId=${account.id}&type=rate_limit.`, {})).body.data
+        .map((event: any) => [event.type, event.data])
+    await expect.poll(listed, { timeout: 10_000 }).toEqual([
       ["rate_limit.refused", { key_id: limited.body.id, limit: "rpm", retry_after_seconds: expect.any(Number) }]
     ])
   })
