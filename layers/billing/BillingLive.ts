@@ -116,10 +116,13 @@ export const BillingLive = Layer.effect(
       ...(call.attestationVerdicts !== undefined ? { attestationVerdicts: call.attestationVerdicts } : {})
     })
 
-    /** The bill of a served call, at the usage reported if it is billable, else at the estimate (logged for operators). */
-    const checkedBill = (call: ServedCall) => {
+    /**
+     * The bill of a served call by the hold's key, at the usage reported if it is billable, else at the
+     * estimate (logged for operators).
+     */
+    const checkedBill = (call: ServedCall, keyId: string) => {
       const { invalid, usage } = billableUsage(call.usage, call.estimated, call.model.context, call.model.id)
-      const bill = billOf(call, usage, invalid === undefined ? [] : [invalid])
+      const bill: Bill = { ...billOf(call, usage, invalid === undefined ? [] : [invalid]), keyId }
       return invalid === undefined ? Effect.succeed(bill) : Effect.as(
         Effect.logWarning("upstream reported a usage that cannot be billed; billed the estimate held").pipe(
           Effect.annotateLogs({ deployment: call.deployment.id, ...invalid.data })
@@ -166,7 +169,7 @@ export const BillingLive = Layer.effect(
       settle: (held, call, recordAfter) =>
         Effect.suspend(() => {
           if (!end(held)) return Effect.dieMessage(`hold ${held.id} settled after it ended`)
-          return Effect.flatMap(Effect.map(checkedBill(call), (bill): Bill => ({ ...bill, keyId: held.keyId })), (bill) =>
+          return Effect.flatMap(checkedBill(call, held.keyId), (bill) =>
             ledger.settle(held.reservation, bill).pipe(
               Effect.catchAllCause((cause) =>
                 Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : kept(held.reservation, bill, cause)

@@ -6,7 +6,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
 import { EventLog, type EventType, type StoredEvent } from "../../services/EventLog.ts"
 import { Ids } from "../../services/Ids.ts"
-import { pageOfEvents } from "./eventPages.ts"
+import { belowHorizon, pageOfEvents } from "./eventPages.ts"
 
 interface EventRow {
   readonly id: string
@@ -47,10 +47,7 @@ export const EventLogPg = Layer.effect(
         const type = query.type
         const conditions = [
           sql`account_id = ${query.accountId}`,
-          // The horizon: every transaction older than this statement's oldest running one has ended. After a
-          // cursor it is implied (the cursor lies below an earlier horizon), and left out: a second upper bound
-          // on `xid` would keep a backward index scan from starting at the cursor.
-          ...(query.after === undefined ? [sql`xid < pg_snapshot_xmin(pg_current_snapshot())`] : []),
+          ...belowHorizon(sql, query.after !== undefined),
           ...(type === undefined
             ? []
             : "exact" in type

@@ -16,7 +16,16 @@
  * log, never a call). Sequence numbers are not in commit order across
  * transactions, so they alone could not give this.
  */
+import type { SqlClient } from "@effect/sql"
 import type { EventPage, EventPosition, StoredEvent } from "../../services/EventLog.ts"
+
+/**
+ * The horizon as a condition, for a page's statement (events here, receipts in UsagePg.ts). After a
+ * cursor it is implied (the cursor lies below an earlier horizon) and left out: a second upper bound
+ * on `xid` would keep a backward index scan from starting at the cursor.
+ */
+export const belowHorizon = (sql: SqlClient.SqlClient, afterCursor: boolean) =>
+  afterCursor ? [] : [sql`xid < pg_snapshot_xmin(pg_current_snapshot())`]
 
 /** Newest first: the later transaction, then the later sequence number. */
 export const newestEventFirst = (a: EventPosition, b: EventPosition): number =>

@@ -118,7 +118,7 @@ export const CallStatsPg = Layer.scoped(
           const from = start - (start % span)
           const rows = yield* sql<StatsRow>`
             SELECT (extract(epoch FROM bucket) * 1000)::float8 AS bucket_ms, requests, server_errors, errors, latency, ttft,
-                   input_tokens::text, output_tokens::text, spend_usd::text AS spend_usd
+                   input_tokens::text, output_tokens::text, spend_usd::text AS spend
             FROM call_stats
             WHERE account_id = ${accountId} AND granularity = ${granularity}
               AND bucket >= to_timestamp(${from / 1000}) AND bucket <= to_timestamp(${now / 1000})`.pipe(Effect.orDie)

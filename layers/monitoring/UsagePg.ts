@@ -7,6 +7,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
 import type { PrivacyClass } from "../../services/Config.ts"
 import { fromNumericColumn } from "../../services/Money.ts"
+import { belowHorizon } from "../events/eventPages.ts"
 import { Usage, type UsageCall, type UsageFigures, type UsageGrouping, type UsageQuery } from "../../services/Usage.ts"
 
 interface FiguresRow {
@@ -68,8 +69,7 @@ export const UsagePg = Layer.effect(
     const inRange = (query: UsageQuery) =>
       sql.and([
         sql`account_id = ${query.accountId}`,
-        // Implied after a cursor, and then left out so the index scan starts at the cursor (EventLogPg.ts).
-        ...(query.after === undefined ? [sql`xid < pg_snapshot_xmin(pg_current_snapshot())`] : []),
+        ...belowHorizon(sql, query.after !== undefined),
         ...(query.from !== undefined ? [sql`created_at >= ${query.from}`] : []),
         ...(query.to !== undefined ? [sql`created_at < ${query.to}`] : [])
       ])

@@ -6,18 +6,13 @@
  */
 import type { CallWindow, SeriesPoint } from "../../services/CallStats.ts"
 import { fromNumericColumn } from "../../services/Money.ts"
+import type { BucketRow } from "./callBuckets.ts"
 import { fromJson, type Histogram, mergeInto, quantile } from "../health/latencyHistogram.ts"
 
-export interface StatsRow {
-  readonly bucket_ms: number
-  readonly requests: number
-  readonly server_errors: number
-  readonly errors: Record<string, number>
-  readonly latency: Record<string, number>
-  readonly ttft: Record<string, number>
+/** A bucket row as read back (the same columns as written; bigint and numeric come back as text). */
+export type StatsRow = Omit<BucketRow, "account_id" | "granularity" | "input_tokens" | "output_tokens"> & {
   readonly input_tokens: string
   readonly output_tokens: string
-  readonly spend_usd: string
 }
 
 const percentiles = (histogram: Histogram) => ({
@@ -63,7 +58,7 @@ export const callWindow = (rows: ReadonlyArray<StatsRow>, from: number, until: n
       into.serverErrors += row.server_errors
       into.inputTokens += Number(row.input_tokens)
       into.outputTokens += Number(row.output_tokens)
-      into.spend += fromNumericColumn(row.spend_usd)
+      into.spend += fromNumericColumn(row.spend)
     }
     const histogram = fromJson(row.latency)
     mergeInto(point.latency, histogram)

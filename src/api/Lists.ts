@@ -14,31 +14,35 @@ const POSITION_TEXT = /^(\d{1,18}):([A-Za-z0-9_-]{1,120})$/
 
 const CURSOR_MESSAGE = "not a cursor from this list (pass next_cursor from the previous page unchanged)"
 
-const positionFrom = (cursor: string): PagePosition | undefined => {
-  const text = Buffer.from(cursor, "base64url").toString("utf8")
-  const match = POSITION_TEXT.exec(text)
-  // Only the server's own spelling: base64url decoding forgives characters it does not know.
-  if (match === null || Buffer.from(text).toString("base64url") !== cursor) return undefined
-  const createdAtMicros = BigInt(match[1]!)
-  return createdAtMicros <= LATEST_MICROS ? { createdAtMicros, id: match[2]! } : undefined
-}
-
-/** `cursor` ⇄ the position a page starts after. */
-export const Cursor = Schema.transformOrFail(
-  Schema.String,
-  Schema.Struct({ createdAtMicros: Schema.BigIntFromSelf, id: Schema.String }),
-  {
+/**
+ * A page cursor ⇄ the position a page starts after: base64url of the position's text, accepted only in
+ * the exact spelling the server gave out (base64url decoding forgives characters it does not know).
+ * Every list's cursor is one (events and usage have positions of their own, src/api/monitoringParams.ts).
+ */
+export const positionCursor = <A>(
+  position: Schema.Schema<A>,
+  text: { readonly read: (text: string) => A | undefined; readonly write: (position: A) => string }
+) =>
+  Schema.transformOrFail(Schema.String, Schema.typeSchema(position), {
     strict: true,
     decode: (cursor, _, ast) => {
-      const position = positionFrom(cursor)
-      return position === undefined
-        ? ParseResult.fail(new ParseResult.Type(ast, cursor, CURSOR_MESSAGE))
-        : ParseResult.succeed(position)
+      const decoded = Buffer.from(cursor, "base64url").toString("utf8")
+      const read = Buffer.from(decoded).toString("base64url") === cursor ? text.read(decoded) : undefined
+      return read === undefined ? ParseResult.fail(new ParseResult.Type(ast, cursor, CURSOR_MESSAGE)) : ParseResult.succeed(read)
     },
-    encode: (position) =>
-      ParseResult.succeed(Buffer.from(`${position.createdAtMicros}:${position.id}`).toString("base64url"))
-  }
-).annotations({ description: "next_cursor of the previous page, unchanged" })
+    encode: (value) => ParseResult.succeed(Buffer.from(text.write(value)).toString("base64url"))
+  }).annotations({ description: "next_cursor of the previous page, unchanged" })
+
+/** `cursor` of the lists by creation time ⇄ the position a page starts after. */
+export const Cursor = positionCursor(Schema.Struct({ createdAtMicros: Schema.BigIntFromSelf, id: Schema.String }), {
+  read: (text): PagePosition | undefined => {
+    const match = POSITION_TEXT.exec(text)
+    if (match === null) return undefined
+    const createdAtMicros = BigInt(match[1]!)
+    return createdAtMicros <= LATEST_MICROS ? { createdAtMicros, id: match[2]! } : undefined
+  },
+  write: (position) => `${position.createdAtMicros}:${position.id}`
+})
 
 export const cursorOf = Schema.encodeSync(Cursor)
 
@@ -81,10 +85,13 @@ export const listOf = <A, I>(item: Schema.Schema<A, I>, identifier: string, desc
 export const AccountList = listOf(AccountRecord, "AccountList", "Accounts, newest first")
 export const ApiKeyList = listOf(KeyRecord, "ApiKeyList", "An account's keys (revoked ones too), newest first")
 
-/** The wire list of a page whose items are already records. */
-export const listRecord = <A>(page: { readonly items: ReadonlyArray<A>; readonly next: PagePosition | null }) => ({
+/** The wire list of a page whose items are already records, its position spelled by `encode` (`cursorOf`, `eventCursorOf`). */
+export const listRecord = <A, P>(
+  page: { readonly items: ReadonlyArray<A>; readonly next: P | null },
+  encode: (position: P) => string
+) => ({
   object: "list" as const,
   data: page.items,
-  next_cursor: page.next === null ? null : cursorOf(page.next),
+  next_cursor: page.next === null ? null : encode(page.next),
   has_more: page.next !== null
 })

@@ -5,6 +5,7 @@
  * names the parameter and never echoes more than a short prefix.
  */
 import { ParseResult, Schema } from "effect"
+import { positionCursor } from "./Lists.ts"
 import { EVENT_CATEGORIES, EVENT_TYPES, type EventCategory, type EventPosition, type EventType } from "../../services/EventLog.ts"
 
 /** `accountId`: whose records; a key's own account unless an admin key names another (accountSelector.ts). */
@@ -48,26 +49,6 @@ export const EventTypeFilter = Schema.transformOrFail(
     encode: (filter) => ParseResult.succeed("exact" in filter ? filter.exact : `${filter.category}.`)
   }
 ).annotations({ description: "An event type (provider.route) or a category prefix (payment.)" })
-
-const CURSOR_MESSAGE = "not a cursor from this list (pass next_cursor from the previous page unchanged)"
-
-/**
- * A page cursor ⇄ the position a page starts after: base64url of the position's text, accepted only in
- * the exact spelling the server gave out (base64url decoding forgives characters it does not know).
- */
-export const positionCursor = <A>(
-  position: Schema.Schema<A>,
-  text: { readonly read: (text: string) => A | undefined; readonly write: (position: A) => string }
-) =>
-  Schema.transformOrFail(Schema.String, Schema.typeSchema(position), {
-    strict: true,
-    decode: (cursor, _, ast) => {
-      const decoded = Buffer.from(cursor, "base64url").toString("utf8")
-      const read = Buffer.from(decoded).toString("base64url") === cursor ? text.read(decoded) : undefined
-      return read === undefined ? ParseResult.fail(new ParseResult.Type(ast, cursor, CURSOR_MESSAGE)) : ParseResult.succeed(read)
-    },
-    encode: (value) => ParseResult.succeed(Buffer.from(text.write(value)).toString("base64url"))
-  }).annotations({ description: "next_cursor of the previous page, unchanged" })
 
 const EVENT_CURSOR = /^(\d{1,20})\.(\d{1,19})$/
 

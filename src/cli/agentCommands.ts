@@ -7,7 +7,7 @@
 import { Args, Command } from "@effect/cli"
 import { Effect, type Option } from "effect"
 import { Agents } from "../../services/Agents.ts"
-import { listRecord } from "../api/Lists.ts"
+import { cursorOf, listRecord } from "../api/Lists.ts"
 import { toAgentRecord, toDocumentRecord } from "../handlers/agentRecords.ts"
 import type { PageRequest } from "../../services/Pagination.ts"
 import { pageFlags } from "./flags.ts"
@@ -26,7 +26,7 @@ export const agentCommands = (
   const list = Command.make("list", { accountId, ...pageFlags }, ({ accountId, ...flags }) =>
     Effect.flatMap(pageOf(flags), (page) =>
       output(Effect.flatMap(Agents, (agents) =>
-        Effect.map(agents.list(accountId, page), (found) => listRecord({ items: found.items.map(toAgentRecord), next: found.next })))))).pipe(
+        Effect.map(agents.list(accountId, page), (found) => listRecord({ items: found.items.map(toAgentRecord), next: found.next }, cursorOf)))))).pipe(
       described("List an account's agents, newest first, a page at a time")
     )
 
@@ -45,7 +45,7 @@ export const agentCommands = (
       output(Effect.flatMap(Agents, (agents) =>
         Effect.map(
           agents.listDocuments(accountId, agentId, page),
-          (found) => listRecord({ items: found.items.map(toDocumentRecord), next: found.next })
+          (found) => listRecord({ items: found.items.map(toDocumentRecord), next: found.next }, cursorOf)
         ))))).pipe(described("List an agent's documents, newest first, a page at a time"))
 
   const removeDocument = Command.make("delete-document", { accountId, agentId, documentId }, ({ accountId, agentId, documentId }) =>

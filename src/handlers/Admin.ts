@@ -6,7 +6,7 @@ import { type ApiKeyRecord, ApiKeys } from "../../services/ApiKeys.ts"
 import { formatUsd } from "../../services/Money.ts"
 import type { Page } from "../../services/Pagination.ts"
 import { Api } from "../api/Api.ts"
-import { listRecord, pageRequestOf } from "../api/Lists.ts"
+import { cursorOf, listRecord, pageRequestOf } from "../api/Lists.ts"
 import type { AccountLimitsRecord, AccountRecord, KeyRecord, LedgerEntryRecord } from "../api/Records.ts"
 
 export const toAccountRecord = (account: Account): typeof AccountRecord.Type => ({
@@ -51,8 +51,8 @@ export const toAccountLimitsRecord = (
   concurrency: limits.concurrency
 })
 
-export const toAccountList = (page: Page<Account>) => listRecord({ ...page, items: page.items.map(toAccountRecord) })
-export const toKeyList = (page: Page<ApiKeyRecord>) => listRecord({ ...page, items: page.items.map(toKeyRecord) })
+export const toAccountList = (page: Page<Account>) => listRecord({ ...page, items: page.items.map(toAccountRecord) }, cursorOf)
+export const toKeyList = (page: Page<ApiKeyRecord>) => listRecord({ ...page, items: page.items.map(toKeyRecord) }, cursorOf)
 
 export const AdminHandlers = HttpApiBuilder.group(Api, "admin", (handlers) =>
   Effect.gen(function*() {

@@ -6,7 +6,7 @@ import { Unauthorized } from "../../services/ApiError.ts"
 import { Knowledge } from "../../services/Knowledge.ts"
 import { createAgent } from "../../layers/agents/agentCreation.ts"
 import { Api } from "../api/Api.ts"
-import { listRecord, pageRequestOf } from "../api/Lists.ts"
+import { cursorOf, listRecord, pageRequestOf } from "../api/Lists.ts"
 import { CurrentPrincipal } from "../api/Security.ts"
 import { toAgentRecord, toDocumentRecord } from "./agentRecords.ts"
 
@@ -35,7 +35,7 @@ export const AgentsHandlers = HttpApiBuilder.group(Api, "agents", (handlers) =>
       .handle("listAgents", ({ urlParams }) =>
         Effect.flatMap(accountHolder, ({ accountId }) =>
           Effect.map(agents.list(accountId, pageRequestOf(urlParams)), (page) =>
-            listRecord({ items: page.items.map(toAgentRecord), next: page.next }))))
+            listRecord({ items: page.items.map(toAgentRecord), next: page.next }, cursorOf))))
       .handle("getAgent", ({ path }) =>
         Effect.flatMap(accountHolder, ({ accountId }) => Effect.map(agents.get(accountId, path.id), toAgentRecord)))
       .handle("deleteAgent", ({ path }) =>
@@ -47,7 +47,7 @@ export const AgentsHandlers = HttpApiBuilder.group(Api, "agents", (handlers) =>
       .handle("listDocuments", ({ path, urlParams }) =>
         Effect.flatMap(accountHolder, ({ accountId }) =>
           Effect.map(agents.listDocuments(accountId, path.id, pageRequestOf(urlParams)), (page) =>
-            listRecord({ items: page.items.map(toDocumentRecord), next: page.next }))))
+            listRecord({ items: page.items.map(toDocumentRecord), next: page.next }, cursorOf))))
       .handle("deleteDocument", ({ path }) =>
         Effect.flatMap(accountHolder, ({ accountId }) =>
           Effect.map(agents.removeDocument(accountId, path.id, path.documentId), toDocumentRecord)))

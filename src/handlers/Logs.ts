@@ -4,6 +4,7 @@ import { Effect } from "effect"
 import { EventLog, type StoredEvent } from "../../services/EventLog.ts"
 import { DEFAULT_PAGE_SIZE } from "../../services/Pagination.ts"
 import { Api } from "../api/Api.ts"
+import { listRecord } from "../api/Lists.ts"
 import type { EventRecord } from "../api/LogsGroup.ts"
 import { eventCursorOf } from "../api/monitoringParams.ts"
 import { CurrentPrincipal } from "../api/Security.ts"
@@ -35,11 +36,6 @@ export const LogsHandlers = HttpApiBuilder.group(Api, "logs", (handlers) =>
           limit: urlParams.limit ?? DEFAULT_PAGE_SIZE,
           after: urlParams.cursor
         })
-        return {
-          object: "list" as const,
-          data: page.items.map(toEventRecord),
-          next_cursor: page.next === null ? null : eventCursorOf(page.next),
-          has_more: page.next !== null
-        }
+        return listRecord({ items: page.items.map(toEventRecord), next: page.next }, eventCursorOf)
       }))
   }))

@@ -6,11 +6,9 @@ import { Monitoring } from "../../services/Monitoring.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentPrincipal } from "../api/Security.ts"
 import { isAdmin, selectAccount } from "./accountSelector.ts"
+import { rate, tenths } from "./figures.ts"
 import { providersHealth } from "./providerHealth.ts"
 
-/** Shares to four places; times to a tenth of a millisecond. */
-const share = (part: number, whole: number) => (whole > 0 ? Math.round((part / whole) * 10_000) / 10_000 : null)
-const tenths = (value: number | undefined) => (value === undefined ? null : Math.round(value * 10) / 10)
 const percentiles = (of: { p50: number | undefined; p95: number | undefined; p99: number | undefined }) => ({
   p50: tenths(of.p50),
   p95: tenths(of.p95),
@@ -38,8 +36,8 @@ export const MonitoringHandlers = HttpApiBuilder.group(Api, "monitoring", (handl
           to: summary.to.toISOString(),
           requests: calls.requests,
           requests_per_minute: Math.round((calls.requests / minutes) * 1000) / 1000,
-          error_rate: share(errors, calls.requests),
-          server_error_rate: share(calls.serverErrors, calls.requests),
+          error_rate: rate(errors, calls.requests),
+          server_error_rate: rate(calls.serverErrors, calls.requests),
           errors_by_code: calls.errorsByCode,
           latency_ms: percentiles(calls.latencyMs),
           ttft_ms: percentiles(calls.ttftMs),

@@ -12,10 +12,8 @@ import type { PrivacyClass } from "../../services/Config.ts"
 import type { ModelHealth } from "../../services/Health.ts"
 import { type ClusterHealth, HealthReport } from "../../services/HealthReport.ts"
 import type { DeploymentHealthRecord } from "../api/Records.ts"
+import { rate, tenths } from "./figures.ts"
 
-/** Rates to four places and times to a tenth of a millisecond: more digits would only be noise. */
-const rate = (part: number, whole: number) => (whole > 0 ? Math.round((part / whole) * 10_000) / 10_000 : null)
-const tenths = (value: number | undefined) => (value === undefined ? null : Math.round(value * 10) / 10)
 
 const modelHealth = (
   model: Model,

@@ -39,9 +39,10 @@ export const recordCall = (
     const count = (method: string, url: string, status: number, ttftMs: number | undefined) =>
       Effect.suspend(() => {
         const now = clock.unsafeCurrentTimeMillis()
+        const route = routeOf(url)
         if (Option.isSome(metrics)) {
           metrics.value.requestEnded({
-            route: routeOf(url),
+            route,
             method,
             status,
             model: facts.model ?? "none",
@@ -54,7 +55,7 @@ export const recordCall = (
           key_id: facts.keyId ?? null,
           account_id: accountId ?? null,
           method,
-          route: routeOf(url),
+          route,
           status,
           code: status >= 400 ? facts.code ?? null : null,
           latency_ms: now - startedAt,
