@@ -3,7 +3,6 @@
  * the edge middleware (and CORS when configured), with `/openapi.json`, on
  * Node's http server, which drains its calls in flight when stopped.
  */
-import { createServer } from "node:http"
 import { HttpApiBuilder, HttpMiddleware } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
@@ -31,6 +30,8 @@ import { corsFor } from "./http/cors.ts"
 import { DashboardLive } from "./http/dashboard.ts"
 import { drainOnStop, settledOnStop } from "./http/drain.ts"
 import { edgeMiddleware } from "./http/Edge.ts"
+import { ChatLane } from "./http/lane/chatLane.ts"
+import { LaneServer, ServerWithLane } from "./http/lane/laneServer.ts"
 import { SecurityLive } from "./http/SecurityLive.ts"
 import { TracingLive } from "../layers/telemetry/TracingLive.ts"
 
@@ -64,11 +65,12 @@ const Listener = Layer.unwrapEffect(
   Effect.map(
     Effect.all([AppConfig, Ids]),
     ([{ file, host, port }, ids]) => {
-      const server = answerClientErrors(createServer(requestTimeouts(file.limits.requestTimeoutMs)), () => ids.make("req"))
+      const server = new LaneServer(requestTimeouts(file.limits.requestTimeoutMs))
+      answerClientErrors(server, () => ids.make("req"))
       // Built after the server's own layer, so its finalizer runs first, as the server starts closing.
       return Layer.provideMerge(
         drainOnStop(server, file.shutdown.drainSeconds, () => ids.make("req")),
-        NodeHttpServer.layer(() => server, { host, port })
+        Layer.merge(NodeHttpServer.layer(() => server, { host, port }), Layer.succeed(ServerWithLane, server))
       )
     }
   )
@@ -82,7 +84,7 @@ const Served = Layer.unwrapEffect(Effect.map(AppConfig, ({ env }) =>
     : HttpApiBuilder.serve().pipe(HttpMiddleware.withTracerDisabledWhen(() => true))
 ))
 
-export const HttpLive = Served.pipe(
+export const HttpLive = Layer.merge(Served, ChatLane).pipe(
   Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
   Layer.provide(DashboardLive),
   Layer.provide(Edge),

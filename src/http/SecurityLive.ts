@@ -1,7 +1,8 @@
 /**
  * Implementations of the bearer-key middleware. The raw `Authorization`
  * header is parsed here (HttpApi's own bearer decoder does not check the
- * scheme), then the key is resolved and its scope checked.
+ * scheme), then the key is resolved and its scope checked. `principalOf` is
+ * the same check for the chat lane (src/http/lane/), which has no middleware.
  */
 import { HttpServerRequest } from "@effect/platform"
 import { Effect, FiberRef, Layer } from "effect"
@@ -12,28 +13,36 @@ import { AdminScope, AgentsScope, AnyKey, ChatScope, MonitoringScope } from "../
 
 const BEARER = /^Bearer +(\S+) *$/i
 
-/** A key with any one of the `accepted` scopes gets in (none listed: any valid key); a refusal names the first. */
+/**
+ * The principal of an `Authorization` header: a key with any one of the `accepted` scopes gets in
+ * (none listed: any valid key); a refusal names the first.
+ */
+export const principalOf = (keys: ApiKeys["Type"], accepted: ReadonlyArray<Scope>, authorization: string | undefined) =>
+  Effect.gen(function*() {
+    const token = BEARER.exec(authorization ?? "")?.[1]
+    if (token === undefined) {
+      return yield* new Unauthorized({ message: "Send your API key as `Authorization: Bearer <key>`." })
+    }
+    const principal = yield* keys.authenticate(token)
+    if (accepted.length > 0 && !accepted.some((scope) => principal.scopes.includes(scope))) {
+      return yield* new Unauthorized({ message: `This endpoint needs a key with the "${accepted[0]}" scope.` })
+    }
+    // Monitoring counts the call for this key's account (src/http/callRecording.ts).
+    const call = yield* FiberRef.get(currentCall)
+    if (call !== null && principal.accountId !== null) {
+      call.accountId = principal.accountId
+      call.keyId = principal.keyId
+    }
+    return principal
+  })
+
 const authenticate = (accepted: ReadonlyArray<Scope>) =>
   Effect.map(ApiKeys, (keys) => ({
     bearer: () =>
-      Effect.gen(function*() {
-        const request = yield* HttpServerRequest.HttpServerRequest
-        const token = BEARER.exec(request.headers.authorization ?? "")?.[1]
-        if (token === undefined) {
-          return yield* new Unauthorized({ message: "Send your API key as `Authorization: Bearer <key>`." })
-        }
-        const principal = yield* keys.authenticate(token)
-        if (accepted.length > 0 && !accepted.some((scope) => principal.scopes.includes(scope))) {
-          return yield* new Unauthorized({ message: `This endpoint needs a key with the "${accepted[0]}" scope.` })
-        }
-        // Monitoring counts the call for this key's account (src/http/callRecording.ts).
-        const call = yield* FiberRef.get(currentCall)
-        if (call !== null && principal.accountId !== null) {
-          call.accountId = principal.accountId
-          call.keyId = principal.keyId
-        }
-        return principal
-      })
+      Effect.flatMap(
+        HttpServerRequest.HttpServerRequest,
+        (request) => principalOf(keys, accepted, request.headers.authorization)
+      )
   }))
 
 export const SecurityLive = Layer.mergeAll(

@@ -11,7 +11,7 @@
  * latency, cost; never a prompt), JSON in production (src/start/logFormat.ts).
  */
 import { HttpApp, HttpBody, HttpServerResponse } from "@effect/platform"
-import { Effect, FiberRef, Option, Stream } from "effect"
+import { type Clock, Effect, FiberRef, Option, Stream } from "effect"
 import { type CallFacts, type CallStats, currentCall } from "../../services/CallStats.ts"
 import { formatUsd } from "../../services/Money.ts"
 import type { Metrics } from "../../services/Metrics.ts"
@@ -25,6 +25,64 @@ const pathOf = (url: string) => {
   return (query < 0 ? url : url.slice(0, query)).slice(0, MAX_ENDPOINT)
 }
 
+/**
+ * The request's cell and how to count it once its answer is sent (`ttftMs`: a stream's first byte);
+ * the chat lane (src/http/lane/) uses it directly, the edge through `recordCall`.
+ */
+export const openCall = (
+  stats: typeof CallStats.Service,
+  metrics: Option.Option<typeof Metrics.Service>,
+  requestId: string,
+  clock: Clock.Clock
+) => {
+  const startedAt = clock.unsafeCurrentTimeMillis()
+  const facts: CallFacts = { inputTokens: 0, outputTokens: 0, spend: 0n }
+  const count = (method: string, url: string, status: number, ttftMs: number | undefined) =>
+    Effect.suspend(() => {
+      const now = clock.unsafeCurrentTimeMillis()
+      const route = routeOf(url)
+      if (Option.isSome(metrics)) {
+        metrics.value.requestEnded({
+          route,
+          method,
+          status,
+          model: facts.model ?? "none",
+          privacyClass: facts.privacyClass ?? "none"
+        }, (now - startedAt) / 1000)
+      }
+      const accountId = facts.accountId
+      const logged = Effect.logInfo("request").pipe(Effect.annotateLogs({
+        request_id: requestId,
+        key_id: facts.keyId ?? null,
+        account_id: accountId ?? null,
+        method,
+        route,
+        status,
+        code: status >= 400 ? facts.code ?? null : null,
+        latency_ms: now - startedAt,
+        ttft_ms: ttftMs ?? null,
+        model: facts.model ?? null,
+        cost_usd: formatUsd(facts.spend)
+      }))
+      if (accountId === undefined || method !== "POST") return logged
+      return Effect.zipRight(logged, stats.record({
+        requestId,
+        accountId,
+        keyId: facts.keyId,
+        endpoint: pathOf(url),
+        status,
+        code: status >= 400 ? facts.code : undefined,
+        latencyMs: now - startedAt,
+        ttftMs,
+        inputTokens: facts.inputTokens,
+        outputTokens: facts.outputTokens,
+        spend: facts.spend,
+        endedAt: now
+      }))
+    })
+  return { facts, startedAt, count }
+}
+
 /** Opens the request's cell and arranges for the request to be counted when its answer is sent. */
 export const recordCall = (
   stats: typeof CallStats.Service,
@@ -33,52 +91,8 @@ export const recordCall = (
 ) =>
   Effect.gen(function*() {
     const clock = yield* Effect.clock
-    const startedAt = clock.unsafeCurrentTimeMillis()
-    const facts: CallFacts = { inputTokens: 0, outputTokens: 0, spend: 0n }
+    const { count, facts, startedAt } = openCall(stats, metrics, requestId, clock)
     yield* FiberRef.set(currentCall, facts)
-    const count = (method: string, url: string, status: number, ttftMs: number | undefined) =>
-      Effect.suspend(() => {
-        const now = clock.unsafeCurrentTimeMillis()
-        const route = routeOf(url)
-        if (Option.isSome(metrics)) {
-          metrics.value.requestEnded({
-            route,
-            method,
-            status,
-            model: facts.model ?? "none",
-            privacyClass: facts.privacyClass ?? "none"
-          }, (now - startedAt) / 1000)
-        }
-        const accountId = facts.accountId
-        const logged = Effect.logInfo("request").pipe(Effect.annotateLogs({
-          request_id: requestId,
-          key_id: facts.keyId ?? null,
-          account_id: accountId ?? null,
-          method,
-          route,
-          status,
-          code: status >= 400 ? facts.code ?? null : null,
-          latency_ms: now - startedAt,
-          ttft_ms: ttftMs ?? null,
-          model: facts.model ?? null,
-          cost_usd: formatUsd(facts.spend)
-        }))
-        if (accountId === undefined || method !== "POST") return logged
-        return Effect.zipRight(logged, stats.record({
-          requestId,
-          accountId,
-          keyId: facts.keyId,
-          endpoint: pathOf(url),
-          status,
-          code: status >= 400 ? facts.code : undefined,
-          latencyMs: now - startedAt,
-          ttftMs,
-          inputTokens: facts.inputTokens,
-          outputTokens: facts.outputTokens,
-          spend: facts.spend,
-          endedAt: now
-        }))
-      })
     yield* HttpApp.appendPreResponseHandler((request, response) => {
       const body = response.body
       if (body._tag !== "Stream") return Effect.as(count(request.method, request.url, response.status, undefined), response)

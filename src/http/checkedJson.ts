@@ -28,12 +28,15 @@ const parsed = (text: string) =>
     catch: (error) => new InvalidRequest({ message: `The body is not valid JSON: ${quote(String((error as Error).message), 120)}` })
   })
 
+/** A body's text parsed as JSON once it passed the shape rules of `limits`. */
+export const checkedJson = (text: string, limits: ShapeLimits) => {
+  const fault = shapeFault(text, limits)
+  return fault === undefined ? parsed(text) : Effect.fail(new InvalidRequest(fault))
+}
+
 /** `request` with its `json` checked against `limits` before it is parsed. */
 export const withCheckedJson = (request: HttpServerRequest.HttpServerRequest, limits: ShapeLimits) => {
-  const json = Effect.flatMap(request.text, (text) => {
-    const fault = shapeFault(text, limits)
-    return fault === undefined ? parsed(text) : Effect.fail(new InvalidRequest(fault))
-  })
+  const json = Effect.flatMap(request.text, (text) => checkedJson(text, limits))
   // `json` is a getter on the request's prototype; an own property on a derived object replaces it.
   return Object.create(request, { json: { value: json } }) as HttpServerRequest.HttpServerRequest
 }

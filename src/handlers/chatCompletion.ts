@@ -1,0 +1,78 @@
+/**
+ * Chat completions, shape translation only: the gateway and idempotency
+ * services do the work. Shared by the API's handler (src/handlers/Chat.ts)
+ * and the chat lane (src/http/lane/), so both answer alike.
+ */
+import type { HttpServerResponse } from "@effect/platform"
+import { HttpServerResponse as Response } from "@effect/platform"
+import { Effect, Exit, type Scope, Stream } from "effect"
+import type { Conflict } from "../../services/ApiError.ts"
+import type { Principal } from "../../services/ApiKeys.ts"
+import type { ChatChunk, ChatRequest } from "../../services/Chat.ts"
+import { type ChatError, ChatGateway } from "../../services/ChatGateway.ts"
+import { completeQuietly, Idempotency, type IdempotencyKey, type StoredResponse } from "../../services/Idempotency.ts"
+import { billingHeaders } from "../http/billingHeaders.ts"
+import { idempotencyKeyOf, jsonOnce, REPLAYED } from "../http/idempotent.ts"
+import { sseResponse } from "../http/Sse.ts"
+
+/** A kept stream is the chunks its caller received. */
+interface StoredStream {
+  readonly chunks: ReadonlyArray<ChatChunk>
+}
+
+/**
+ * One chat completion's answer: `idempotencyHeader` is the request's `Idempotency-Key`, if any. A
+ * stream's hold lives in the scope, which must outlast the response's body.
+ */
+export type ChatCompletionCall = (
+  payload: ChatRequest,
+  idempotencyHeader: string | undefined,
+  principal: Principal
+) => Effect.Effect<HttpServerResponse.HttpServerResponse, ChatError | Conflict, Scope.Scope>
+
+export const makeChatCompletion = Effect.gen(function*() {
+  const gateway = yield* ChatGateway
+  const idempotency = yield* Idempotency
+
+  /** Keeps what the caller received once the stream has ended, however it ended: it was billed. */
+  const keptWhenDone = (chunks: Stream.Stream<ChatChunk, any>, key: IdempotencyKey, head: Record<string, string>) => {
+    const sent: Array<ChatChunk> = []
+    return chunks.pipe(
+      Stream.tap((chunk) => Effect.sync(() => sent.push(chunk))),
+      Stream.ensuring(Effect.suspend(() => completeQuietly(idempotency, key, { status: 200, headers: head, body: { chunks: sent } })))
+    )
+  }
+
+  const replayStream = (stored: StoredResponse) =>
+    Response.setHeaders(
+      sseResponse(Stream.fromIterable((stored.body as StoredStream).chunks)),
+      { ...stored.headers, ...REPLAYED }
+    )
+
+  const call: ChatCompletionCall = (payload, idempotencyHeader, principal) =>
+    Effect.gen(function*() {
+      const key = idempotencyKeyOf(principal, idempotencyHeader, "/v1/chat/completions", payload)
+
+      if (payload.stream === true) {
+        const stored = key === undefined ? undefined : yield* idempotency.claim(key)
+        if (stored !== undefined) return replayStream(stored)
+        const { chunks, receiptId } = yield* gateway.stream(payload, principal).pipe(
+          Effect.onExit((exit) => Exit.isFailure(exit) && key !== undefined ? idempotency.forget(key) : Effect.void)
+        )
+        // The amounts are known only when the stream ends; the receipt id is known now.
+        const head = { "x-svc-receipt-id": receiptId }
+        return Response.setHeaders(
+          sseResponse(key === undefined ? chunks : keptWhenDone(chunks, key, head)),
+          head
+        )
+      }
+
+      const complete = Effect.map(gateway.complete(payload, principal), ({ completion, receipt }) => ({
+        status: 200,
+        headers: billingHeaders(receipt),
+        body: completion as unknown
+      }))
+      return yield* jsonOnce(key, complete).pipe(Effect.provideService(Idempotency, idempotency))
+    })
+  return call
+})

@@ -1,0 +1,131 @@
+/**
+ * The chat lane: `POST /v1/chat/completions` served straight from Node's
+ * request event, without HttpApi's router and middleware chain, which cost
+ * more CPU per call than the whole pipeline behind them (docs/performance.md).
+ * It does what the edge, the key middleware and the endpoint's decoding do
+ * for this one route — request id, call record, key and scope, body shape,
+ * the declared schemas, the envelope of every error — and answers through the
+ * same `makeChatCompletion` as the API's handler. Anything unusual (no
+ * `content-length`, a body over the limit, a query string, a browser's
+ * cross-origin call, traces on) is left to the app, which answers it as
+ * before. The route stays declared once, in src/api/ChatGroup.ts.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http"
+import { HttpServerResponse } from "@effect/platform"
+import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
+import { Effect, FiberId, FiberRef, Layer, ParseResult, Runtime, Schema, type Scope } from "effect"
+import { codeOf, currentRequestId, envelopeOf, statusOf } from "../../../services/ApiError.ts"
+import { ApiKeys } from "../../../services/ApiKeys.ts"
+import { CallStats, currentCall } from "../../../services/CallStats.ts"
+import { ChatRequest } from "../../../services/Chat.ts"
+import { AppConfig } from "../../../services/Config.ts"
+import { DatabaseStatus } from "../../../services/DatabaseStatus.ts"
+import { Ids } from "../../../services/Ids.ts"
+import { Metrics } from "../../../services/Metrics.ts"
+import { currentRateLimits, type RateLimitStatus } from "../../../services/RateLimiter.ts"
+import { IdempotencyHeaders } from "../../api/IdempotencyHeader.ts"
+import { makeChatCompletion } from "../../handlers/chatCompletion.ts"
+import { openCall } from "../callRecording.ts"
+import { checkedJson } from "../checkedJson.ts"
+import { toApiError } from "../Edge.ts"
+import { rateLimitHeaders } from "../rateLimitHeaders.ts"
+import { principalOf } from "../SecurityLive.ts"
+import { ServerWithLane } from "./laneServer.ts"
+import { writeResponse } from "./writeResponse.ts"
+
+const PATH = "/v1/chat/completions"
+
+const decodePayload = Schema.decodeUnknown(ChatRequest)
+const decodeHeaders = Schema.decodeUnknown(IdempotencyHeaders)
+
+/** Reads the whole body (its length is declared and within the limit), then `then`. */
+const readBody = (request: IncomingMessage, then: (text: string) => void) => {
+  const parts: Array<Buffer> = []
+  request.on("data", (part: Buffer) => parts.push(part))
+  request.on("end", () => then(parts.length === 1 ? parts[0]!.toString() : Buffer.concat(parts).toString()))
+}
+
+export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
+  const { env, file } = yield* AppConfig
+  const server = yield* ServerWithLane
+  // Spans per request need the app's tracing middleware: with traces exported, the app serves every call.
+  if (env.OTEL_EXPORTER_OTLP_ENDPOINT) return
+  const { maxArrayItems, maxBodyBytes, maxJsonDepth } = file.limits
+  const crossOrigin = file.cors.origins.length > 0
+  const [ids, database, stats, metrics, keys, chat, clock] = yield* Effect.all([
+    Ids,
+    DatabaseStatus,
+    CallStats,
+    Effect.serviceOption(Metrics),
+    ApiKeys,
+    makeChatCompletion,
+    Effect.clock
+  ])
+  const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+  const errorOf = toApiError(maxBodyBytes, database)
+
+  /** What the API's handler would answer, errors included (as the edge and HttpApi encode them). */
+  const answer = (request: IncomingMessage, text: string) =>
+    Effect.gen(function*() {
+      const principal = yield* principalOf(keys, ["chat"], request.headers.authorization)
+      const payload = yield* Effect.flatMap(checkedJson(text, { maxDepth: maxJsonDepth, maxArrayItems }), decodePayload)
+      const headers = yield* decodeHeaders(request.headers)
+      return yield* chat(payload, headers["idempotency-key"], principal)
+    }).pipe(Effect.catchIf(ParseResult.isParseError, HttpApiDecodeError.refailParseError))
+
+  const serve = (request: IncomingMessage, response: ServerResponse, text: string) =>
+    Effect.gen(function*() {
+      const requestId = ids.make("req")
+      yield* FiberRef.set(currentRequestId, requestId)
+      const call = openCall(stats, metrics, requestId, clock)
+      yield* FiberRef.set(currentCall, call.facts)
+      const limits: RateLimitStatus = {}
+      yield* FiberRef.set(currentRateLimits, limits)
+      const { extra, answered } = yield* Effect.matchCauseEffect(answer(request, text), {
+        onSuccess: (answered) => Effect.succeed({ answered, extra: {} as Record<string, string> }),
+        onFailure: (cause) =>
+          Effect.map(errorOf(cause), (error) => {
+            call.facts.code = codeOf(error)
+            return {
+              answered: jsonError(statusOf(error), JSON.stringify(envelopeOf(error, requestId))),
+              extra: "retryAfterSeconds" in error && error.retryAfterSeconds !== undefined
+                ? { "retry-after": String(error.retryAfterSeconds) }
+                : {} as Record<string, string>
+            }
+          })
+      })
+      const headers: Record<string, string> = {
+        ...answered.headers,
+        ...extra,
+        ...(limits.requests === undefined && limits.tokens === undefined ? {} : rateLimitHeaders(limits)),
+        "x-request-id": requestId
+      }
+      if (answered.body._tag !== "Stream") {
+        yield* call.count("POST", PATH, answered.status, undefined)
+        return yield* writeResponse(response, answered, headers)
+      }
+      let firstByteMs: number | undefined
+      const firstByte = () => void (firstByteMs ??= clock.unsafeCurrentTimeMillis() - call.startedAt)
+      yield* writeResponse(response, answered, headers, firstByte).pipe(
+        Effect.ensuring(Effect.suspend(() => call.count("POST", PATH, answered.status, firstByteMs)))
+      )
+    }).pipe(Effect.scoped as <A, E>(effect: Effect.Effect<A, E, Scope.Scope>) => Effect.Effect<A, E>)
+
+  server.lane = (request, response) => {
+    if (request.method !== "POST" || request.url !== PATH) return false
+    const declared = request.headers["content-length"]
+    if (declared === undefined || request.headers["transfer-encoding"] !== undefined) return false
+    if (!(Number(declared) <= maxBodyBytes)) return false
+    if (crossOrigin && request.headers.origin !== undefined) return false
+    readBody(request, (text) => {
+      const fiber = runFork(serve(request, response, text))
+      response.on("close", () => {
+        if (!response.writableEnded) fiber.unsafeInterruptAsFork(FiberId.none)
+      })
+    })
+    return true
+  }
+  yield* Effect.addFinalizer(() => Effect.sync(() => void (server.lane = undefined)))
+}))
+
+const jsonError = (status: number, body: string) => HttpServerResponse.text(body, { status, contentType: "application/json" })

@@ -1,0 +1,49 @@
+/**
+ * Writes an `HttpServerResponse` to Node's response, as the platform's server
+ * would: a JSON body at once, a stream chunk by chunk, waiting for `drain`
+ * when the socket is full. A stream that fails after its head was sent cuts
+ * the connection (the SSE bodies here turn their failures into frames first).
+ */
+import type { ServerResponse } from "node:http"
+import type { HttpServerResponse } from "@effect/platform"
+import { Chunk, Effect, Stream } from "effect"
+
+/** `firstByte` is told when a streamed body's first chunk is written. */
+export const writeResponse = (
+  res: ServerResponse,
+  response: HttpServerResponse.HttpServerResponse,
+  headers: Record<string, string>,
+  firstByte?: () => void
+): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    if (res.writableEnded) return Effect.void
+    const body = response.body
+    res.writeHead(response.status, headers)
+    switch (body._tag) {
+      case "Uint8Array":
+        return Effect.async<void>((resume) => void res.end(body.body, () => resume(Effect.void)))
+      case "Raw":
+        return Effect.async<void>((resume) => void res.end(body.body as string, () => resume(Effect.void)))
+      case "Stream": {
+        let waiting: (() => void) | undefined
+        res.on("drain", () => {
+          const resume = waiting
+          waiting = undefined
+          resume?.()
+        })
+        return body.stream.pipe(
+          Stream.runForEachChunk((chunk) => {
+            firstByte?.()
+            let full = false
+            for (const bytes of Chunk.toReadonlyArray(chunk)) full = !res.write(bytes)
+            return full ? Effect.async<void>((resume) => void (waiting = () => resume(Effect.void))) : Effect.void
+          }),
+          Effect.interruptible,
+          Effect.matchCause({ onSuccess: () => void res.end(), onFailure: () => void res.destroy() })
+        )
+      }
+      default:
+        res.end()
+        return Effect.void
+    }
+  })
