@@ -29,13 +29,12 @@ import { join } from "node:path"
 import { performance } from "node:perf_hooks"
 import { fileURLToPath } from "node:url"
 import { HttpServer } from "@effect/platform"
+import { NoopLedger } from "./noopLedger.ts"
 import { Effect, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
 import pg from "pg"
 import { loadConfig } from "../layers/platform/ConfigLive.ts"
 import { Core, coreWith } from "../layers/Core.ts"
-import { NotFound } from "../services/ApiError.ts"
 import { AppConfig } from "../services/Config.ts"
-import { Ledger, receiptOf } from "../services/Ledger.ts"
 import { HttpLive } from "../src/Server.ts"
 import { freshDatabase } from "../test/support/database.ts"
 import { children, median, nextMessage, spawnChild } from "./children.ts"
@@ -62,23 +61,6 @@ type Target = "billed" | "unbilled"
 // ---------------------------------------------------------------------------
 // The no-op ledger and the variant composition (the unbilled process).
 // ---------------------------------------------------------------------------
-
-let fakeIds = 0
-
-/** Reserves nothing, charges nothing, writes nothing. */
-export const NoopLedger = Layer.succeed(Ledger, {
-  reserve: ({ accountId, amount, requestId }) =>
-    Effect.sync(() => ({ id: `rcpt_noop${++fakeIds}`, accountId, requestId, amount, reservedAt: new Date() })),
-  settle: (reservation, bill) =>
-    Effect.sync(() => {
-      const now = new Date()
-      return receiptOf(reservation, bill, { total: bill.cost.total, balanceAfter: 0n, createdAt: now, settledAt: now })
-    }),
-  release: () => Effect.void,
-  renew: () => Effect.void,
-  sweepExpired: () => Effect.succeed(0),
-  receipt: (_accountId, id) => Effect.fail(new NotFound({ message: `No receipt ${id}.`, param: "id" }))
-})
 
 /** `layers/Core.ts` with another Ledger layer in place of `LedgerPg` (keep in step with Core.ts). */
 // ---------------------------------------------------------------------------

@@ -21,6 +21,8 @@ export interface Result {
   readonly rps: number
   readonly p50: number
   readonly p99: number
+  /** Median time to the first byte of the body (a stream's first frame). */
+  readonly firstByteP50: number
 }
 
 const percentile = (sorted: ReadonlyArray<number>, p: number) =>
@@ -33,6 +35,7 @@ const run = async (job: Job): Promise<Result> => {
     ...(job.key === undefined ? {} : { authorization: `Bearer ${job.key}` })
   }
   const latencies: Array<number> = []
+  const firstBytes: Array<number> = []
   let errors = 0
   const started = performance.now()
   const end = started + job.seconds * 1000
@@ -41,10 +44,15 @@ const run = async (job: Job): Promise<Result> => {
       const t0 = performance.now()
       try {
         const response = await pool.request({ method: "POST", path: "/v1/chat/completions", headers, body: job.body })
+        let firstByte = NaN
         for await (const _ of response.body) {
           // Read to the end: a stream counts when its last byte arrived.
+          if (Number.isNaN(firstByte)) firstByte = performance.now() - t0
         }
-        if (response.statusCode === 200) latencies.push(performance.now() - t0)
+        if (response.statusCode === 200) {
+          latencies.push(performance.now() - t0)
+          firstBytes.push(firstByte)
+        }
         else errors += 1
       } catch {
         errors += 1
@@ -55,12 +63,14 @@ const run = async (job: Job): Promise<Result> => {
   const elapsed = (performance.now() - started) / 1000
   await pool.close()
   latencies.sort((a, b) => a - b)
+  firstBytes.sort((a, b) => a - b)
   return {
     requests: latencies.length,
     errors,
     rps: latencies.length / elapsed,
     p50: percentile(latencies, 0.5),
-    p99: percentile(latencies, 0.99)
+    p99: percentile(latencies, 0.99),
+    firstByteP50: percentile(firstBytes, 0.5)
   }
 }
 

@@ -1,5 +1,7 @@
 /**
- * Gateway overhead benchmark (`npm run bench`): the same requests against a
+ * `npm run bench`: the performance targets (bench/targets.ts; `BENCH_SMOKE=1`
+ * for CI's short guard). `BENCH_ONLY=all`: the gateway overhead table below and every other bench.
+ * Gateway overhead benchmark: the same requests against a
  * bare pass-through proxy and against the gateway, both in front of the same
  * fake upstream, interleaved round by round; prints ratios, which is all a
  * noisy machine lets us compare. Every server and the load generator run in
@@ -22,6 +24,7 @@ import { measureRefusal } from "./refusal.ts"
 import { monitoringBench } from "./monitoring.ts"
 import { recordsBench } from "./records.ts"
 import { retrievalBench } from "./retrieval.ts"
+import { targetsBench } from "./targets.ts"
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
@@ -56,6 +59,19 @@ const startServer = async (args: Array<string>, execArgv: Array<string> = []) =>
 }
 
 const main = async () => {
+  if (process.env.BENCH_ONLY === undefined || process.env.BENCH_ONLY === "targets") {
+    const smoke = process.env.BENCH_SMOKE === "1"
+    return within(400_000, "targets", async () => {
+      const passed = await targetsBench(startServer, () => spawn("./load.ts"), {
+        rounds: smoke ? 1 : ROUNDS,
+        seconds: smoke ? 2 : SECONDS,
+        latencySeconds: smoke ? 1 : LATENCY_SECONDS,
+        smoke
+      })
+      if (!passed) process.exitCode = 1
+      for (const child of children) child.kill()
+    })
+  }
   if (process.env.BENCH_ONLY === "embeddings") return embeddingsStall().then(() => clearTimeout(deadline))
   if (process.env.BENCH_ONLY === "retrieval") return retrievalWithin(600_000)
   if (process.env.BENCH_ONLY === "monitoring") return within(600_000, "monitoring", monitoringBench)
@@ -95,6 +111,7 @@ const main = async () => {
   }
 
   const onlyTable = process.env.BENCH_ONLY === "table"
+  if (!onlyTable && process.env.BENCH_ONLY !== "all" && process.env.BENCH_ONLY !== "fairness") throw new Error(`BENCH_ONLY=${process.env.BENCH_ONLY}: unknown`)
   const refusal = onlyTable ? "" : await measureRefusal(gateway, bodies.json)
 
   const loader = spawn("./load.ts")

@@ -1,7 +1,8 @@
 /**
  * One server of the benchmark, in its own process so that each has its own
- * event loop: `upstream`, `proxy <upstreamBaseUrl>`, `gateway <upstreamBaseUrl>` or
- * `gateway-unrecorded <upstreamBaseUrl>` (the same gateway keeping no call records, bench/records.ts).
+ * event loop: `upstream` (`upstream-slow`: a frame a second), `proxy <upstreamBaseUrl>`, `gateway <upstreamBaseUrl>` or
+ * `gateway-unrecorded <upstreamBaseUrl>` (the same gateway keeping no call records, bench/records.ts),
+ * `gateway-embedded` (on PGlite even when DATABASE_URL is set) or `gateway-unbilled` (a no-op ledger).
  * Sends `{ ready: { url, key? } }` to the parent, answers "stats" with
  * `{ stats: { cpuMicros, connections } }` (its CPU time so far; for the
  * upstream, the TCP connections it accepted), and stops on "stop" or when the
@@ -20,6 +21,7 @@ import { startGateway } from "../test/support/gateway.ts"
 import { coreWith } from "../layers/Core.ts"
 import { LedgerPg } from "../layers/billing/LedgerPg.ts"
 import { CallStatsNone } from "../layers/monitoring/CallStatsNone.ts"
+import { NoopLedger } from "./noopLedger.ts"
 import { VAST_MODEL } from "./refusal.ts"
 
 const BENCH_MODEL = "svc/bench"
@@ -55,16 +57,20 @@ const startBareProxy = async (upstreamBaseUrl: string) => {
   }
 }
 
+/** Gateway variants: keeping no call records, on the embedded database whatever DATABASE_URL says, billing nothing. */
+type Variant = "unrecorded" | "embedded" | "unbilled"
+
 /** The whole gateway over a fresh database (a cold embedded start unless DATABASE_URL is set). */
-const startBenchGateway = async (upstreamBaseUrl: string, recorded = true) => {
+const startBenchGateway = async (upstreamBaseUrl: string, variant?: Variant) => {
   const dataDir = mkdtempSync(join(tmpdir(), "svc-bench-db-"))
-  const database = process.env.DATABASE_URL
+  const database = process.env.DATABASE_URL && variant !== "embedded"
     ? await freshDatabase()
     : { env: { SVC_DATA_DIR: dataDir, DATABASE_URL: "" }, drop: async () => {} }
   const gateway = await startGateway({
     database,
     scanResponses: false,
-    ...(recorded ? {} : { core: coreWith(LedgerPg, CallStatsNone) }),
+    ...(variant === "unrecorded" ? { core: coreWith(LedgerPg, CallStatsNone) } : {}),
+    ...(variant === "unbilled" ? { core: coreWith(NoopLedger) } : {}),
     config: {
       models: [{
         id: BENCH_MODEL,
@@ -107,11 +113,15 @@ const startBenchGateway = async (upstreamBaseUrl: string, recorded = true) => {
 
 const main = async () => {
   const [role, upstreamBaseUrl = ""] = process.argv.slice(2)
-  const server = role === "upstream"
-    ? await startFakeOpenAi().then((fake) => ({ ...fake, url: fake.baseUrl, key: undefined }))
+  const server = role === "upstream" || role === "upstream-slow"
+    ? await startFakeOpenAi().then((fake) => {
+      // A frame a second: streams that stay open (bench/slowStreams.ts).
+      if (role === "upstream-slow") fake.behave({ chunkDelayMs: 1000 })
+      return { ...fake, url: fake.baseUrl, key: undefined }
+    })
     : role === "proxy"
     ? { ...await startBareProxy(upstreamBaseUrl), key: undefined }
-    : await startBenchGateway(upstreamBaseUrl, role !== "gateway-unrecorded")
+    : await startBenchGateway(upstreamBaseUrl, role?.startsWith("gateway-") ? role.slice(8) as Variant : undefined)
   let stopping = false
   const stop = async () => {
     if (stopping) return
@@ -123,7 +133,7 @@ const main = async () => {
   process.on("message", (message) => {
     if (message === "stop") return stop()
     const { user, system } = process.cpuUsage()
-    if (message === "stats") process.send!({ stats: { cpuMicros: user + system, connections: connections() } })
+    if (message === "stats") process.send!({ stats: { cpuMicros: user + system, connections: connections(), rss: process.memoryUsage.rss() } })
   })
   process.on("disconnect", stop)
   process.send!({ ready: { url: server.url, key: server.key, brokeKey: "brokeKey" in server ? server.brokeKey : undefined } })

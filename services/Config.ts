@@ -200,6 +200,11 @@ export interface AppConfigShape {
   readonly dataDir: string
   readonly redisUrl: Redacted.Redacted<string> | undefined
   readonly adminKey: Redacted.Redacted<string> | undefined
+  /**
+   * Gateway processes `npm start` runs (src/start/workers.ts): `SVC_WORKERS`, else one per core on
+   * PostgreSQL; always one on the embedded database, which one process owns.
+   */
+  readonly workers: number
   /** Where values of `apiKeyEnv` are looked up. */
   readonly env: Readonly<Record<string, string | undefined>>
 }

@@ -5,17 +5,19 @@
  * that stops the start is one line on stderr and exit code 1: a bad config
  * names its field, a busy port or bad address says what to change; an
  * unreachable database is waited for, one line per retry (Database.ts).
+ * On PostgreSQL it runs one such gateway per core (src/start/workers.ts).
  */
 import { HttpServer } from "@effect/platform"
 import { NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Layer } from "effect"
-import { Core } from "../layers/Core.ts"
+import { ConfigChecks, Core } from "../layers/Core.ts"
 import { loadConfig } from "../layers/platform/ConfigLive.ts"
 import { AppConfig } from "../services/Config.ts"
 import { HttpLive } from "./Server.ts"
 import { listenFailureLine, type StartFailure, startFailureLine } from "./start/failureLines.ts"
 import { logFormat } from "./start/logFormat.ts"
 import { announceOperatorKey } from "./start/operatorKey.ts"
+import { isWorker, superviseWorkers } from "./start/workers.ts"
 
 const announceListening = Effect.flatMap(HttpServer.HttpServer, ({ address }) =>
   Effect.logInfo(
@@ -30,6 +32,12 @@ const stop = (error: StartFailure) => exitWith(startFailureLine(error))
 
 const main = Effect.gen(function*() {
   const config = yield* loadConfig(process.env)
+  if (config.workers > 1 && !isWorker()) {
+    // A config mistake is told once, here, not by every worker.
+    yield* Effect.scoped(Layer.build(ConfigChecks.pipe(Layer.provide(Layer.succeed(AppConfig, config)))))
+    const code = yield* superviseWorkers(config.workers)
+    return yield* Effect.sync(() => process.exit(code))
+  }
   const App = Layer.effectDiscard(announceListening).pipe(
     Layer.provide(HttpLive),
     Layer.provide(Layer.effectDiscard(announceOperatorKey)),

@@ -1,7 +1,7 @@
 /** Configuration: decoding rules, and a bad config stopping the process with one line naming the field. */
 import { execFile } from "node:child_process"
 import { mkdtempSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { availableParallelism, tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
 import { Effect, Either, Layer, Redacted } from "effect"
@@ -150,6 +150,25 @@ describe("config decoding", () => {
       Effect.runPromise(Effect.flip(loadConfig(env, tmpdir()))).then((error) => error.message)
     expect(await failure({ PORT: "eighty" })).toMatch(/^PORT: /)
     expect(await failure({ SVC_CONFIG: "/nonexistent/svc.json" })).toMatch(/^SVC_CONFIG: no file/)
+  })
+})
+
+describe("gateway processes (SVC_WORKERS)", () => {
+  const workers = (env: Record<string, string>) => Effect.runPromise(loadConfig(env, tmpdir())).then((config) => config.workers)
+  const pg = { DATABASE_URL: "postgres://x@127.0.0.1/db" }
+
+  it("are one per core on PostgreSQL, as many as asked, and always one on the embedded database", async () => {
+    expect(await workers(pg)).toBe(availableParallelism())
+    expect(await workers({ ...pg, SVC_WORKERS: "3" })).toBe(3)
+    expect(await workers({ SVC_WORKERS: "3" })).toBe(1)
+    expect(await workers({ DATABASE_URL: "", SVC_WORKERS: "3" })).toBe(1)
+  })
+
+  it("refuse a count that is not a whole number from 1 to 64, naming the variable", async () => {
+    for (const bad of ["0", "-1", "2.5", "many", "65"]) {
+      const error = await Effect.runPromise(Effect.flip(loadConfig({ ...pg, SVC_WORKERS: bad }, tmpdir())))
+      expect(error.message).toMatch(/^SVC_WORKERS: expected a whole number from 1 to 64/)
+    }
   })
 })
 

@@ -249,6 +249,44 @@ describe("stopping", () => {
   }, 120_000)
 })
 
+describe("one process per core", () => {
+  it.runIf(onPostgres)("SVC_WORKERS=2 serves one port from two workers, replaces one that dies, and stops both on SIGTERM", async () => {
+    const database = await newDatabase()
+    const admin = `admin_${randomBytes(16).toString("hex")}`
+    const gateway = await startGatewayProcess({ env: { ...database.env, SVC_ADMIN_KEY: admin, SVC_WORKERS: "2" } })
+    // Counted in the JSON lines (the output also holds each line as a person would read it).
+    const listening = () => gateway.output().match(/"message":"svc listening on/g)?.length ?? 0
+    const until = async (condition: () => boolean | Promise<boolean>, what: string) => {
+      const deadline = Date.now() + 60_000
+      while (!(await condition())) {
+        if (Date.now() > deadline) throw new Error(`${what}:\n${gateway.output()}`)
+        await new Promise<void>((wake) => setTimeout(wake, 100))
+      }
+    }
+    await until(() => listening() === 2, "two workers did not both listen")
+    expect(gateway.output()).toMatch(/starting 2 gateway processes \(SVC_WORKERS\) on one port/)
+    const workers = async () => (await run("pgrep", ["-P", String(gateway.pid)]).catch(() => ({ stdout: "" }))).stdout.split("\n").filter(Boolean)
+    const [first, second] = await workers()
+    expect(second).toBeDefined()
+
+    const account = await call(gateway, "/v1/admin/accounts", admin, { name: "workers", credit_usd: "1" })
+    const key = await call(gateway, `/v1/admin/accounts/${account.body.id}/keys`, admin, { name: "k", scopes: ["chat"] })
+    const chat = () => call(gateway, "/v1/chat/completions", key.body.key, { model: "svc/swift", messages: [{ role: "user", content: "hi" }] })
+    expect((await chat()).status).toBe(200)
+
+    // One worker dies: the other goes on serving, and a new one takes its place.
+    process.kill(Number(first), "SIGKILL")
+    // A kept-alive connection to the dead worker fails once; a new one reaches the other.
+    await until(async () => (await chat().catch(() => ({ status: 0 }))).status === 200, "the other worker did not serve")
+    await until(async () => listening() === 3 && (await workers()).length === 2, "the dead worker was not replaced")
+    expect(gateway.output()).toMatch(new RegExp(`"message":"worker ${first} ended \\(SIGKILL\\); starting another`))
+    expect((await chat()).status).toBe(200)
+
+    await gateway.stop()
+    expect(gateway.exitCode()).toBe(0)
+  }, 120_000)
+})
+
 describe("request log", () => {
   it("writes one JSON line per request — ids, route, status, latency, cost — and never the prompt", async () => {
     const env = onPostgres ? (await newDatabase()).env : { SVC_DATA_DIR: mkdtempSync(join(tmpdir(), "svc-log-")), DATABASE_URL: "" }

@@ -4,6 +4,7 @@
  * Any problem is a `ConfigInvalid` naming the field.
  */
 import { existsSync, readFileSync } from "node:fs"
+import { availableParallelism } from "node:os"
 import { resolve } from "node:path"
 import { Effect, Either, Layer, ParseResult, Redacted, Schema } from "effect"
 import { AppConfig, type AppConfigShape, ConfigFile, ConfigInvalid, type ModelConfig, type ProviderConfig } from "../../services/Config.ts"
@@ -68,6 +69,18 @@ const hostOf = (text: string | undefined) => {
   return Either.right(text.startsWith("[") && text.endsWith("]") ? text.slice(1, -1) : text)
 }
 
+/** Most processes `SVC_WORKERS` may ask for: beyond a few per core they only add memory. */
+const MAX_WORKERS = 64
+
+const workersOf = (text: string | undefined, shared: boolean) => {
+  if (!shared) return Either.right(1)
+  if (text === undefined || text === "") return Either.right(availableParallelism())
+  const workers = Number(text)
+  return Number.isInteger(workers) && workers >= 1 && workers <= MAX_WORKERS
+    ? Either.right(workers)
+    : Either.left(new ConfigInvalid({ field: "SVC_WORKERS", reason: `expected a whole number from 1 to ${MAX_WORKERS}, got "${quote(text)}"` }))
+}
+
 const secret = (value: string | undefined) => value === undefined || value === "" ? undefined : Redacted.make(value)
 
 /** The configuration from a file path (or none) and an environment. */
@@ -81,6 +94,7 @@ export const loadConfig = (env: Env, cwd = process.cwd()): Effect.Effect<AppConf
     const file = existsSync(path) ? yield* Effect.flatMap(readFile(path), parseConfigFile) : yield* parseConfigFile({})
     const host = yield* hostOf(env.HOST)
     const port = yield* portOf(env.PORT)
+    const workers = yield* workersOf(env.SVC_WORKERS, env.DATABASE_URL !== undefined && env.DATABASE_URL !== "")
     return {
       file,
       providers: file.providers ?? [sandboxDefault],
@@ -91,6 +105,7 @@ export const loadConfig = (env: Env, cwd = process.cwd()): Effect.Effect<AppConf
       dataDir: resolve(cwd, env.SVC_DATA_DIR || ".svc-data"),
       redisUrl: secret(env.REDIS_URL),
       adminKey: secret(env.SVC_ADMIN_KEY),
+      workers,
       env
     }
   })

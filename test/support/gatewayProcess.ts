@@ -43,7 +43,8 @@ export interface GatewayProcessOptions {
   /**
    * The database and anything else: `DATABASE_URL` (PostgreSQL) or
    * `SVC_DATA_DIR` (PGlite) must be among them, so that no test ever opens the
-   * default data directory. PORT and HOST are set here.
+   * default data directory. PORT and HOST are set here; SVC_WORKERS is 1
+   * unless given (a test of one process means one, on PostgreSQL too).
    */
   readonly env: Record<string, string>
   /** The config file's content; `{}` (the built-in default) when omitted. */
@@ -133,7 +134,7 @@ const startOnce = async (options: GatewayProcessOptions, configPath: string, por
   for (const [name, value] of Object.entries(process.env)) {
     if (value !== undefined && !inheritedOut.test(name)) env[name] = value
   }
-  Object.assign(env, options.env, { PORT: String(port), HOST: "127.0.0.1", SVC_CONFIG: configPath })
+  Object.assign(env, { SVC_WORKERS: "1" }, options.env, { PORT: String(port), HOST: "127.0.0.1", SVC_CONFIG: configPath })
 
   installExitHook()
   const child = spawn(process.execPath, ["--enable-source-maps", "dist/main.js"], {
@@ -223,20 +224,24 @@ export const startGatewayProcess = async (options: GatewayProcessOptions): Promi
   const dir = mkdtempSync(join(tmpdir(), "svc-test-process-"))
   const configPath = join(dir, "svc.config.json")
   writeFileSync(configPath, JSON.stringify(options.config ?? {}))
-  try {
-    let last = ""
-    // The port is free when chosen but may be taken before the gateway binds it: then try another.
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const started = await startOnce(options, configPath, await freePort())
-      if (started.ready) return started.handle
-      last = started.output
-      if (!last.includes("EADDRINUSE")) break
+  const removeConfig = () => rmSync(dir, { recursive: true, force: true })
+  let last = ""
+  // The port is free when chosen but may be taken before the gateway binds it: then try another.
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const started = await startOnce(options, configPath, await freePort()).catch((error) => {
+      removeConfig()
+      throw error
+    })
+    if (started.ready) {
+      // Kept while it runs: a worker started later (SVC_WORKERS) reads it too.
+      void started.handle.exited.then(removeConfig)
+      return started.handle
     }
-    throw new Error(`the gateway process exited before serving; its output:\n${last}`)
-  } finally {
-    // The config was read at start.
-    rmSync(dir, { recursive: true, force: true })
+    last = started.output
+    if (!last.includes("EADDRINUSE")) break
   }
+  removeConfig()
+  throw new Error(`the gateway process exited before serving; its output:\n${last}`)
 }
 
 /** Stops every gateway process this worker started that is still running (for `afterAll`). */

@@ -1,0 +1,144 @@
+/**
+ * The performance targets of issue 17 in one run (`npm run bench`): every
+ * measure as a ratio to a bare `node:http` proxy measured in the same round,
+ * 3 rounds interleaved, medians; prints the table with the must-reach column
+ * and whether each holds. Targets, each in its own process in front of the
+ * same fake upstream: the bare proxy; the gateway on PostgreSQL
+ * (`DATABASE_URL`); the gateway on the embedded database; the gateway on
+ * PostgreSQL with a no-op ledger (billed ÷ unbilled, one hot account). Then
+ * the gateway's RSS with 1,000 slow streams open (bench/slowStreams.ts).
+ * Without `DATABASE_URL` the PostgreSQL rows say so and are skipped.
+ * `BENCH_SMOKE=1`: one short round, and exit 1 only if a ratio is below half
+ * its must-reach value (CI's guard against a gross regression, never noise).
+ */
+import type { ChildProcess } from "node:child_process"
+import { median, nextMessage } from "./children.ts"
+import type { Job, Result } from "./load.ts"
+import { slowStreamsRss } from "./slowStreams.ts"
+
+type Server = { readonly child: ChildProcess; readonly url: string; readonly key?: string }
+type StartServer = (args: Array<string>) => Promise<Server>
+
+/** 18 words: the fake upstream echoes them one frame each, so a streamed answer is 20 frames. */
+const PROMPT = "Please say hello to the benchmark in a few short words and then stop, because this is only a test"
+const messages = [{ role: "user", content: PROMPT }]
+const bodies = {
+  json: JSON.stringify({ model: "svc/bench", messages }),
+  stream: JSON.stringify({ model: "svc/bench", messages, stream: true })
+}
+
+/** The smoke floors (see `Target.floor`): raised as the gateway gets faster, never lowered to pass. */
+const FLOORS = {
+  json50: 0.04,
+  jsonEmbedded: 0.03,
+  sse50: 0.02,
+  json1: 0.03,
+  ttlb: 15,
+  ttfb: 15,
+  billed: 0.3
+}
+
+interface Target {
+  readonly name: string
+  readonly mustReach: number
+  /**
+   * What the CI smoke run (`BENCH_SMOKE=1`) fails below (or above): half of what this 2-core
+   * machine measured when the floor was set (after the chat lane), so only a gross regression trips it.
+   */
+  readonly floor: number
+  /** Higher is better (a ratio of rates) or lower (added milliseconds, megabytes). */
+  readonly better: "higher" | "lower"
+  readonly unit: string
+  readonly values: Array<number>
+}
+
+export const targetsBench = async (
+  startServer: StartServer,
+  spawnLoader: () => ChildProcess,
+  options: { readonly rounds: number; readonly seconds: number; readonly latencySeconds: number; readonly smoke: boolean }
+) => {
+  const onPostgres = Boolean(process.env.DATABASE_URL)
+  const upstream = await startServer(["upstream"])
+  const [bare, gateway, embedded, unbilled] = await Promise.all([
+    startServer(["proxy", upstream.url]),
+    startServer(["gateway", upstream.url]),
+    onPostgres ? startServer(["gateway-embedded", upstream.url]) : undefined,
+    onPostgres ? startServer(["gateway-unbilled", upstream.url]) : undefined
+  ])
+  const loader = spawnLoader()
+  await nextMessage(loader, "ready")
+  const load = async (server: Server, body: string, concurrency: number, seconds: number) => {
+    loader.send({ url: server.url, key: server.key, body, concurrency, seconds } satisfies Job)
+    const result = await nextMessage<Result>(loader, "result")
+    if (result.errors > 0) throw new Error(`${server.url}: ${result.errors} failed requests`)
+    return result
+  }
+
+  const target = (name: string, mustReach: number, floor: number, better: Target["better"], unit = ""): Target =>
+    ({ name, mustReach, floor, better, unit, values: [] })
+  const db = onPostgres ? "PostgreSQL" : "embedded database"
+  const t = {
+    json50: target(`JSON chat req/s, c50, ${db}, billing on`, 0.25, FLOORS.json50, "higher"),
+    jsonEmbedded: target("JSON chat req/s, c50, embedded database", 0.2, FLOORS.jsonEmbedded, "higher"),
+    sse50: target("SSE chat req/s, c50 (20 frames per answer)", 0.25, FLOORS.sse50, "higher"),
+    json1: target("JSON req/s at 1 connection", 0.25, FLOORS.json1, "higher"),
+    ttlb: target("added time to last byte at 1 connection (p50)", 0.5, FLOORS.ttlb, "lower", " ms"),
+    ttfb: target("added time to first streamed byte (p50)", 1, FLOORS.ttfb, "lower", " ms"),
+    billed: target("billed ÷ unbilled, one hot account, PostgreSQL", 0.8, FLOORS.billed, "higher")
+  }
+
+  const C = 50
+  for (const server of [bare, gateway, embedded, unbilled]) {
+    if (server !== undefined) for (const body of Object.values(bodies)) await load(server, body, C, 1)
+  }
+  for (let round = 1; round <= options.rounds; round++) {
+    const jsonBare = await load(bare, bodies.json, C, options.seconds)
+    const json = await load(gateway, bodies.json, C, options.seconds)
+    t.json50.values.push(json.rps / jsonBare.rps)
+    if (embedded !== undefined) t.jsonEmbedded.values.push((await load(embedded, bodies.json, C, options.seconds)).rps / jsonBare.rps)
+    if (unbilled !== undefined) t.billed.values.push(json.rps / (await load(unbilled, bodies.json, C, options.seconds)).rps)
+    const sseBare = await load(bare, bodies.stream, C, options.seconds)
+    t.sse50.values.push((await load(gateway, bodies.stream, C, options.seconds)).rps / sseBare.rps)
+    const oneBare = await load(bare, bodies.json, 1, options.latencySeconds)
+    const one = await load(gateway, bodies.json, 1, options.latencySeconds)
+    t.json1.values.push(one.rps / oneBare.rps)
+    t.ttlb.values.push(one.p50 - oneBare.p50)
+    const firstBare = await load(bare, bodies.stream, 1, options.latencySeconds)
+    t.ttfb.values.push((await load(gateway, bodies.stream, 1, options.latencySeconds)).firstByteP50 - firstBare.firstByteP50)
+    console.log(`bench: round ${round}/${options.rounds} done`)
+  }
+  for (const child of [bare, gateway, embedded, unbilled, upstream]) child?.child.send("stop")
+  loader.send("stop")
+
+  const rss = target("RSS with 1,000 open slow streams", 400, 800, "lower", " MB")
+  if (!options.smoke) rss.values.push(await slowStreamsRss(startServer))
+
+  const rows = Object.values(t).concat(options.smoke ? [] : [rss])
+  const holds = (row: Target, bar: number) => {
+    const value = median(row.values)
+    return row.better === "higher" ? value >= bar : value <= bar
+  }
+  const shown = (row: Target, x: number) => `${x.toFixed(row.unit === "" ? 2 : row.unit === " MB" ? 0 : 2)}${row.unit}`
+  const lines = [
+    "",
+    "| measure | gateway ÷ bare (each round) | must reach | holds |",
+    "|---|---:|---:|:---:|",
+    ...rows.map((row) =>
+      row.values.length === 0
+        ? `| ${row.name} | not measured (set DATABASE_URL) | ${row.better === "higher" ? "≥" : "≤"} ${shown(row, row.mustReach)} | |`
+        : `| ${row.name} | **${shown(row, median(row.values))}** (${row.values.map((x) => shown(row, x)).join(", ")}) | ${
+          row.better === "higher" ? "≥" : "≤"
+        } ${shown(row, row.mustReach)} | ${holds(row, row.mustReach) ? "yes" : "no"} |`
+    ),
+    "",
+    `Medians of ${options.rounds} interleaved rounds (${options.seconds} s at ${C} connections, ${options.latencySeconds} s at 1); ` +
+      "added times are the gateway's p50 minus the bare proxy's in the same round."
+  ]
+  console.log(lines.join("\n"))
+  if (options.smoke) {
+    const gross = rows.filter((row) => row.values.length > 0 && !holds(row, row.floor))
+    for (const row of gross) console.error(`bench smoke: ${row.name} is ${shown(row, median(row.values))}, past its floor ${shown(row, row.floor)}`)
+    return gross.length === 0
+  }
+  return true
+}
