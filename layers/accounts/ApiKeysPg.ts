@@ -1,11 +1,12 @@
 /**
  * API keys in PostgreSQL. Only the SHA-256 of a key is stored (keys carry 190+
  * random bits, so a plain hash is enough); lookups are by hash and the match
- * is confirmed in constant time. Revocation counts from the very next request:
- * on PostgreSQL, shared by several gateway instances, every request reads the
- * key row; on the embedded database, which one process owns and whose every
- * revocation passes through this service, known keys are kept in memory and
- * a revocation drops its key at once.
+ * is confirmed in constant time. Known keys are kept in memory. On the
+ * embedded database, which one process owns, every revocation or change of
+ * limits passes through this service and drops the account's keys at once; on
+ * PostgreSQL, shared by several gateway processes, each change is also
+ * announced to the others (keyChanges.ts), and a process keeps keys only
+ * while it hears the announcements.
  */
 import { timingSafeEqual } from "node:crypto"
 import { SqlClient } from "@effect/sql"
@@ -15,6 +16,7 @@ import { AppConfig } from "../../services/Config.ts"
 import { EventLog } from "../../services/EventLog.ts"
 import { Ids } from "../../services/Ids.ts"
 import { accountNotFound, keyNotFound } from "./accountRefusals.ts"
+import { KEY_CHANGES, listenForKeyChanges } from "./keyChanges.ts"
 import { pageFromRows, startOf } from "../storage/pageRows.ts"
 import {
   bootstrapPrincipal,
@@ -55,17 +57,29 @@ const toRecord = (row: KeyRow): ApiKeyRecord => ({
 /** Enough for every live key of a large install; past it the memory starts over. */
 const MAX_REMEMBERED_KEYS = 10_000
 
-export const ApiKeysPg = Layer.effect(
+export const ApiKeysPg = Layer.scoped(
   ApiKeys,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const ids = yield* Ids
     const events = yield* EventLog
     const { adminKey, databaseUrl } = yield* AppConfig
-    /** Principals by key hash (base64); only on the embedded database (see above). */
-    const remembered = databaseUrl === undefined ? new Map<string, Principal>() : undefined
+    /** Principals by key hash (base64). */
+    const remembered = new Map<string, Principal>()
     /** Counts revocations and limit changes, so a lookup that raced one is not remembered (it may have read the row before). */
     let revocations = 0
+    const forgetAccount = (accountId: string) => {
+      revocations++
+      for (const [hash, principal] of remembered) if (principal.accountId === accountId) remembered.delete(hash)
+    }
+    const listener = databaseUrl === undefined ? undefined : yield* listenForKeyChanges(databaseUrl, forgetAccount, () => {
+      revocations++
+      remembered.clear()
+    })
+    const mayKeep = () => listener === undefined || listener.listening()
+    /** Tells the other processes that `accountId`'s keys changed; delivered when the transaction commits. */
+    const announce = (accountId: string) =>
+      listener === undefined ? Effect.void : sql`SELECT pg_notify(${KEY_CHANGES}, ${accountId})`
     const adminHash = adminKey === undefined ? undefined : sha256(Redacted.value(adminKey))
 
     return {
@@ -92,14 +106,14 @@ export const ApiKeysPg = Layer.effect(
             UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = ${keyId} RETURNING *`
           if (row === undefined) return yield* Effect.fail(keyNotFound(keyId))
           yield* events.record({ type: "key.revoked", accountId: row.account_id, data: { key_id: row.id } })
+          yield* announce(row.account_id)
           return row
         }).pipe(
           sql.withTransaction,
           Effect.catchTag("SqlError", Effect.die),
           // Forgotten once the revocation is committed: a request from now on reads the revoked row.
           Effect.map((row) => {
-            revocations++
-            remembered?.delete(Buffer.from(row.secret_sha256).toString("base64"))
+            forgetAccount(row.account_id)
             return toRecord(row)
           })
         ),
@@ -123,12 +137,13 @@ export const ApiKeysPg = Layer.effect(
             rpm = CASE WHEN ${change.rpm !== undefined} THEN ${change.rpm ?? null}::integer ELSE rpm END,
             tpm = CASE WHEN ${change.tpm !== undefined} THEN ${change.tpm ?? null}::integer ELSE tpm END
           WHERE id = ${keyId} RETURNING *`.pipe(
+          Effect.tap(([row]) => row === undefined ? Effect.void : announce(row.account_id)),
+          sql.withTransaction,
           Effect.orDie,
           Effect.flatMap(([row]) => row === undefined ? Effect.fail(keyNotFound(keyId)) : Effect.succeed(row)),
           // The remembered principal carries the old limits: the next request reads the row again.
           Effect.map((row) => {
-            revocations++
-            remembered?.delete(Buffer.from(row.secret_sha256).toString("base64"))
+            forgetAccount(row.account_id)
             return toRecord(row)
           })
         ),
@@ -136,13 +151,12 @@ export const ApiKeysPg = Layer.effect(
       setAccountConcurrency: (accountId, concurrency) =>
         sql<{ id: string; concurrency: number | null }>`
           UPDATE accounts SET concurrency = ${concurrency}::integer WHERE id = ${accountId} RETURNING id, concurrency`.pipe(
+          Effect.tap(([row]) => row === undefined ? Effect.void : announce(row.id)),
+          sql.withTransaction,
           Effect.orDie,
           Effect.flatMap(([row]) => row === undefined ? Effect.fail(accountNotFound(accountId)) : Effect.succeed(row)),
           Effect.map((row) => {
-            revocations++
-            if (remembered !== undefined) {
-              for (const [hash, principal] of remembered) if (principal.accountId === accountId) remembered.delete(hash)
-            }
+            forgetAccount(row.id)
             return { accountId: row.id, concurrency: row.concurrency }
           })
         ),
@@ -172,7 +186,7 @@ export const ApiKeysPg = Layer.effect(
             return yield* Effect.fail(rejected)
           }
           if (!KEY_SHAPE.test(token)) return yield* Effect.fail(rejected)
-          const known = remembered?.get(hash.toString("base64"))
+          const known = remembered.get(hash.toString("base64"))
           if (known !== undefined) return known
           const revocationsBefore = revocations
           const [row] = yield* sql<KeyRow & { account_concurrency: number | null }>`
@@ -189,7 +203,7 @@ export const ApiKeysPg = Layer.effect(
             tpm: row.tpm,
             concurrency: row.account_concurrency
           }
-          if (remembered !== undefined && revocations === revocationsBefore) {
+          if (mayKeep() && revocations === revocationsBefore) {
             if (remembered.size >= MAX_REMEMBERED_KEYS) remembered.clear()
             remembered.set(hash.toString("base64"), principal)
           }

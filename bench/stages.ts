@@ -1,0 +1,115 @@
+/**
+ * The per-stage CPU budget of one chat call (`BENCH_ONLY=stages npm run
+ * bench`, docs/performance.md): the whole gateway in this process over the
+ * database the bench runs on, the fake upstream in its own, and each stage of
+ * the call run on its own, one after another, its CPU time per run measured
+ * (this process, every thread: GC included) next to its wall time. The
+ * stages are the ones the lane and the pipeline run, in order; the whole call
+ * (pipeline, no HTTP) and a streamed one close the table, so what the stages
+ * leave out shows as the difference.
+ */
+import { fork } from "node:child_process"
+import { writeFileSync } from "node:fs"
+import { Session } from "node:inspector/promises"
+import { fileURLToPath } from "node:url"
+import { Effect, Schema, Stream } from "effect"
+import { Admission } from "../services/Admission.ts"
+import { ApiKeys } from "../services/ApiKeys.ts"
+import { Billing } from "../services/Billing.ts"
+import { CallStats } from "../services/CallStats.ts"
+import { ChatRequest } from "../services/Chat.ts"
+import { ChatGateway } from "../services/ChatGateway.ts"
+import { RoutePlanner } from "../services/RoutePlanner.ts"
+import { Upstream } from "../services/Upstream.ts"
+import { checkedJson } from "../src/http/checkedJson.ts"
+import { principalOf } from "../src/http/SecurityLive.ts"
+import { freshDatabase } from "../test/support/database.ts"
+import { startGateway } from "../test/support/gateway.ts"
+
+/** `BENCH_STAGE_PROF=<part of a stage's name>`: a CPU profile of that stage's runs (to read with profileStages.ts). */
+const profiling = (() => {
+  const session = new Session()
+  return {
+    start: async () => {
+      session.connect()
+      await session.post("Profiler.enable")
+      await session.post("Profiler.start")
+    },
+    stop: async (file: string) => {
+      const { profile } = await session.post("Profiler.stop")
+      writeFileSync(file, JSON.stringify(profile))
+      session.disconnect()
+    }
+  }
+})()
+
+const RUNS = Number(process.env.BENCH_STAGE_RUNS ?? 2000)
+const PROMPT = "Please say hello to the benchmark in a few short words and then stop, because this is only a test"
+
+export const stagesBench = async () => {
+  const upstreamProcess = fork(fileURLToPath(new URL("./servers.ts", import.meta.url)), ["upstream"], { execArgv: ["--import", "tsx"] })
+  const upstreamUrl = await new Promise<string>((resolve) => upstreamProcess.on("message", (m: any) => m.ready && resolve(m.ready.url)))
+  const gateway = await startGateway({
+    database: process.env.DATABASE_URL ? await freshDatabase() : undefined,
+    scanResponses: false,
+    config: {
+      models: [{ id: "svc/bench", context: 128000, pricing: { input: "0.50", output: "1.50" }, modalities: ["text"], capabilities: ["chat", "streaming"] }],
+      providers: [{ id: "bench-upstream", plugin: "openai-compatible", baseUrl: upstreamUrl, deployments: [{ model: "svc/bench", upstreamModel: "bench-large", cost: { input: "0.40", output: "1.20" } }] }]
+    }
+  })
+  const { key } = await gateway.account({ credit: "1000000" })
+  const text = JSON.stringify({ model: "svc/bench", messages: [{ role: "user", content: PROMPT }] })
+  const limits = { maxDepth: 64, maxArrayItems: 10_000 }
+  const decode = Schema.decodeUnknown(ChatRequest)
+
+  const rows: Array<string> = []
+  /** Runs `once` RUNS times after a warm-up; CPU and wall time per run in µs. */
+  const measure = async (name: string, once: Effect.Effect<unknown, unknown, any>) => {
+    const loop = (n: number) => Effect.forEach(Array.from({ length: n }), () => Effect.scoped(once), { discard: true })
+    await gateway.run(loop(Math.min(200, RUNS)) as any)
+    const cpu = process.cpuUsage()
+    const t0 = performance.now()
+    const profiled = process.env.BENCH_STAGE_PROF !== undefined && name.includes(process.env.BENCH_STAGE_PROF)
+    if (profiled) await profiling.start()
+    await gateway.run(loop(RUNS) as any)
+    if (profiled) await profiling.stop(`${process.env.BENCH_STAGE_PROF_FILE ?? "stage"}.cpuprofile`)
+    const wall = (performance.now() - t0) * 1000 / RUNS
+    const used = process.cpuUsage(cpu)
+    rows.push(`| ${name} | ${((used.user + used.system) / RUNS).toFixed(0)} | ${wall.toFixed(0)} |`)
+  }
+
+  const setup = await gateway.run(Effect.gen(function*() {
+    const keys = yield* ApiKeys
+    const principal = yield* principalOf(keys, ["chat"], `Bearer ${key}`)
+    const request = yield* decode(JSON.parse(text))
+    const call = yield* Effect.scoped((yield* Admission).chat(request, principal))
+    const route = yield* (yield* RoutePlanner).plan(call)
+    return { keys, principal, request, call, route }
+  }) as any) as any
+
+  await measure("body: JSON shape rules, parse, schema decode", Effect.flatMap(checkedJson(text, limits), decode))
+  await measure("key and scope (kept in memory)", principalOf(setup.keys, ["chat"], `Bearer ${key}`))
+  await measure("admission: token count, privacy ask, rate limit", Effect.flatMap(Admission, (a) => a.chat(setup.request, setup.principal)))
+  await measure("route plan", Effect.flatMap(RoutePlanner, (p) => p.plan(setup.call)))
+  await measure("hold, then release (two statements)", Effect.flatMap(Billing, (b) => b.withHold(setup.principal, setup.route.amount, () => Effect.void)))
+  await measure("upstream call (JSON, keep-alive)", Effect.flatMap(Upstream, (u) => u.complete(setup.route.targets, setup.request)))
+  await measure("call record (kept for the next flush)", Effect.flatMap(CallStats, (s) => s.record({
+    requestId: "req_bench", accountId: setup.principal.accountId, keyId: setup.principal.keyId, endpoint: "/v1/chat/completions",
+    status: 200, code: undefined, latencyMs: 1, ttftMs: undefined, inputTokens: 20, outputTokens: 20, spend: 1000n, endedAt: Date.now()
+  } as any)))
+  await measure("**whole call, JSON** (pipeline: admission to settlement, no HTTP)", Effect.flatMap(ChatGateway, (g) => g.complete(setup.request, setup.principal)))
+  await measure("**whole call, streamed, 20 frames** (no HTTP)", Effect.flatMap(ChatGateway, (g) =>
+    Effect.flatMap(g.stream({ ...setup.request, stream: true }, setup.principal), (s) => Stream.runDrain(s.chunks))))
+
+  console.log([
+    "",
+    `| stage (run alone, ${RUNS} times, one after another) | CPU µs | wall µs |`,
+    "|---|---:|---:|",
+    ...rows,
+    "",
+    `On ${process.env.DATABASE_URL ? "PostgreSQL" : "the embedded database"}. CPU is this process's, every thread (GC's too).`
+  ].join("\n"))
+  await gateway.close()
+  upstreamProcess.kill()
+}
+
