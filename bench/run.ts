@@ -24,6 +24,7 @@ import { measureRefusal } from "./refusal.ts"
 import { monitoringBench } from "./monitoring.ts"
 import { recordsBench } from "./records.ts"
 import { retrievalBench } from "./retrieval.ts"
+import { slowStreamsRss } from "./slowStreams.ts"
 import { stagesBench } from "./stages.ts"
 import { targetsBench } from "./targets.ts"
 
@@ -73,6 +74,7 @@ const main = async () => {
       for (const child of children) child.kill()
     })
   }
+  if (process.env.BENCH_ONLY === "memory") return within(120_000, "memory", () => slowStreamsRss(startServer).then(() => {}))
   if (process.env.BENCH_ONLY === "stages") return within(300_000, "stages", stagesBench)
   if (process.env.BENCH_ONLY === "embeddings") return embeddingsStall().then(() => clearTimeout(deadline))
   if (process.env.BENCH_ONLY === "retrieval") return retrievalWithin(600_000)

@@ -133,7 +133,7 @@ const main = async () => {
   process.on("message", (message) => {
     if (message === "stop") return stop()
     const { user, system } = process.cpuUsage()
-    if (message === "stats") process.send!({ stats: { cpuMicros: user + system, connections: connections(), rss: process.memoryUsage.rss() } })
+    if (message === "stats") process.send!({ stats: { cpuMicros: user + system, connections: connections(), rss: process.memoryUsage.rss(), heap: process.memoryUsage().heapUsed, external: process.memoryUsage().external, arrayBuffers: process.memoryUsage().arrayBuffers } })
   })
   process.on("disconnect", stop)
   process.send!({ ready: { url: server.url, key: server.key, brokeKey: "brokeKey" in server ? server.brokeKey : undefined } })
