@@ -72,7 +72,7 @@ describe("the chat lane", () => {
   })
 
   it.each([
-    ["no key", JSON.stringify(good), {}],
+    ["no key", JSON.stringify(good), "nobody"],
     ["a key without the chat scope", JSON.stringify(good), "monitoring"],
     ["a body that is not JSON", "{\"model\": ", "chat"],
     ["a body that breaks the schema", JSON.stringify({ model: "svc/swift" }), "chat"],
@@ -80,7 +80,7 @@ describe("the chat lane", () => {
     ["an unknown model", JSON.stringify({ ...good, model: "svc/nope" }), "chat"],
     ["an empty body", "", "chat"],
     ["an idempotency key over 255 characters", JSON.stringify(good), "chat", { "idempotency-key": "k".repeat(256) }]
-  ] as const)("refuses %s with the API's status and envelope", async (_, body, who, extra = {}) => {
+  ] as Array<[string, string, string, Record<string, string>?]>)("refuses %s with the API's status and envelope", async (_, body, who, extra = {}) => {
     const token = who === "chat" ? key : who === "monitoring" ? monitoringKey : undefined
     const { lane, app } = await both(body, { ...(token === undefined ? {} : auth(token)), ...extra })
     expect(lane.status).toBeGreaterThanOrEqual(400)

@@ -6,11 +6,11 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect, Exit, Stream } from "effect"
 import { ChatGateway } from "../../services/ChatGateway.ts"
-import { completeQuietly, Idempotency, type IdempotencyKey, type StoredResponse } from "../../services/Idempotency.ts"
+import { Idempotency, type StoredResponse } from "../../services/Idempotency.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentPrincipal } from "../api/Security.ts"
 import { billingHeaders } from "../http/billingHeaders.ts"
-import { idempotencyKeyOf, jsonOnce, REPLAYED } from "../http/idempotent.ts"
+import { idempotencyKeyOf, jsonOnce, keptWhenDone, REPLAYED } from "../http/idempotent.ts"
 import { eventTranslator, type ResponsesEvent } from "../responses/events.ts"
 import { responseIds, toResponse } from "../responses/fromChat.ts"
 import { eventFrame, responsesSse } from "../responses/sse.ts"
@@ -25,14 +25,6 @@ export const ResponsesHandlers = HttpApiBuilder.group(Api, "responses", (handler
   Effect.gen(function*() {
     const gateway = yield* ChatGateway
     const idempotency = yield* Idempotency
-
-    const keptWhenDone = (events: Stream.Stream<ResponsesEvent>, key: IdempotencyKey, head: Record<string, string>) => {
-      const sent: Array<ResponsesEvent> = []
-      return events.pipe(
-        Stream.tap((event) => Effect.sync(() => sent.push(event))),
-        Stream.ensuring(Effect.suspend(() => completeQuietly(idempotency, key, { status: 200, headers: head, body: { events: sent } })))
-      )
-    }
 
     const replay = (stored: StoredResponse) =>
       HttpServerResponse.setHeaders(
@@ -59,7 +51,7 @@ export const ResponsesHandlers = HttpApiBuilder.group(Api, "responses", (handler
             Stream.catchAll((error) => Stream.fromIterable(translator.fail(error)))
           )
           const head = { "x-svc-receipt-id": receiptId }
-          const kept = key === undefined ? events : keptWhenDone(events, key, head)
+          const kept = key === undefined ? events : keptWhenDone(idempotency, events, key, head, (sent) => ({ events: sent }))
           return HttpServerResponse.setHeaders(responsesSse(Stream.map(kept, eventFrame)), head)
         }
 

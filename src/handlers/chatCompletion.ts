@@ -10,9 +10,9 @@ import type { Conflict } from "../../services/ApiError.ts"
 import type { Principal } from "../../services/ApiKeys.ts"
 import type { ChatChunk, ChatRequest } from "../../services/Chat.ts"
 import { type ChatError, ChatGateway } from "../../services/ChatGateway.ts"
-import { completeQuietly, Idempotency, type IdempotencyKey, type StoredResponse } from "../../services/Idempotency.ts"
+import { Idempotency, type StoredResponse } from "../../services/Idempotency.ts"
 import { billingHeaders } from "../http/billingHeaders.ts"
-import { idempotencyKeyOf, jsonOnce, REPLAYED } from "../http/idempotent.ts"
+import { idempotencyKeyOf, jsonOnce, keptWhenDone, REPLAYED } from "../http/idempotent.ts"
 import { sseResponse } from "../http/Sse.ts"
 
 /** A kept stream is the chunks its caller received. */
@@ -34,15 +34,6 @@ export const makeChatCompletion = Effect.gen(function*() {
   const gateway = yield* ChatGateway
   const idempotency = yield* Idempotency
 
-  /** Keeps what the caller received once the stream has ended, however it ended: it was billed. */
-  const keptWhenDone = (chunks: Stream.Stream<ChatChunk, any>, key: IdempotencyKey, head: Record<string, string>) => {
-    const sent: Array<ChatChunk> = []
-    return chunks.pipe(
-      Stream.tap((chunk) => Effect.sync(() => sent.push(chunk))),
-      Stream.ensuring(Effect.suspend(() => completeQuietly(idempotency, key, { status: 200, headers: head, body: { chunks: sent } })))
-    )
-  }
-
   const replayStream = (stored: StoredResponse) =>
     Response.setHeaders(
       sseResponse(Stream.fromIterable((stored.body as StoredStream).chunks)),
@@ -62,7 +53,7 @@ export const makeChatCompletion = Effect.gen(function*() {
         // The amounts are known only when the stream ends; the receipt id is known now.
         const head = { "x-svc-receipt-id": receiptId }
         return Response.setHeaders(
-          sseResponse(key === undefined ? chunks : keptWhenDone(chunks, key, head)),
+          sseResponse(key === undefined ? chunks : keptWhenDone(idempotency, chunks, key, head, (sent) => ({ chunks: sent }))),
           head
         )
       }

@@ -1,8 +1,8 @@
 /** `Idempotency-Key` at the HTTP edge: the key of a billable request, and its JSON responses made once per key. */
 import { createHash } from "node:crypto"
-import { Effect } from "effect"
+import { Effect, Stream } from "effect"
 import type { Principal } from "../../services/ApiKeys.ts"
-import { type IdempotencyKey, once, type StoredResponse } from "../../services/Idempotency.ts"
+import { completeQuietly, type Idempotency, type IdempotencyKey, once, type StoredResponse } from "../../services/Idempotency.ts"
 import { jsonResponse } from "./jsonSlices.ts"
 
 /** The key of a billable request: the caller's account, the header, and a hash of what was asked. */
@@ -40,3 +40,21 @@ export const jsonOnce = <E, R>(key: IdempotencyKey | undefined, run: Effect.Effe
         status: response.status,
         headers: replayed ? { ...response.headers, ...REPLAYED } : response.headers
       }))
+
+/**
+ * A stream's items as its caller received them, kept under `key` once the stream has ended however
+ * it ended (it was billed); `bodyOf` is what a replay reads back.
+ */
+export const keptWhenDone = <A, E>(
+  idempotency: Idempotency["Type"],
+  items: Stream.Stream<A, E>,
+  key: IdempotencyKey,
+  head: Record<string, string>,
+  bodyOf: (sent: ReadonlyArray<A>) => unknown
+) => {
+  const sent: Array<A> = []
+  return items.pipe(
+    Stream.tap((item) => Effect.sync(() => sent.push(item))),
+    Stream.ensuring(Effect.suspend(() => completeQuietly(idempotency, key, { status: 200, headers: head, body: bodyOf(sent) })))
+  )
+}
