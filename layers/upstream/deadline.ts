@@ -8,7 +8,7 @@
  * and the caller's 504 / SSE error frame follow as for any timeout. Times
  * come from `Clock`.
  */
-import { Chunk, Clock, Effect, Option } from "effect"
+import { Chunk, Clock, Effect, Option, Stream } from "effect"
 import { UpstreamFailure } from "../../services/Providers.ts"
 
 /** When the call must be over (epoch ms, `Clock`), and the stream idle limit. */
@@ -44,21 +44,42 @@ export const withinAttempt = <A, E, R>(effect: Effect.Effect<A, E, R>, timeoutMs
   Effect.flatMap(attemptEnd(timeoutMs, deadline), (endAt) => endingBy(effect, endAt))
 
 /**
- * One pull of a stream after its first chunk: the next chunk with content (empty pulls — bytes
- * that made no chunk, keep-alives — do not count as activity) within the idle limit and the
- * attempt's end. A pull fails with `Option.some` of the failure (`Stream.repeatEffectChunkOption`'s convention).
+ * The pulls of a stream after its first chunk, each of which must bring a chunk with content (empty
+ * pulls — bytes that made no chunk, keep-alives — are not activity) within the idle limit and the
+ * attempt's end. One watchdog fiber with one timer guards the whole stream: a race per pull cost a
+ * fiber and a timer per frame, more than the frame itself (docs/performance.md). Only time spent
+ * waiting on a pull counts, never time the caller took to read what came before.
  */
-export const pullBy = <A>(
+export const watchedPulls = <A>(
   pull: Effect.Effect<Chunk.Chunk<A>, Option.Option<UpstreamFailure>>,
   endAt: number,
   idleMs: number
-): Effect.Effect<Chunk.Chunk<A>, Option.Option<UpstreamFailure>> =>
-  Effect.flatMap(Clock.currentTimeMillis, (now) => {
-    const left = endAt - now
-    const idle = idleMs < left
-    return Effect.timeoutFail(Effect.repeat(pull, { until: Chunk.isNonEmpty }), {
-      duration: Math.max(0, idle ? idleMs : left),
-      onTimeout: () =>
-        Option.some(idle ? timedOut("the stream went idle", idleMs) : timedOut("the attempt ran out of time", left))
+): Stream.Stream<A, UpstreamFailure> =>
+  Stream.unwrap(Effect.map(Effect.clock, (clock) => {
+    /** When the pull under way started; undefined while nobody pulls. */
+    let pullingSince: number | undefined
+    const watched = Effect.suspend(() => {
+      const now = clock.unsafeCurrentTimeMillis()
+      if (now >= endAt) return Effect.fail(Option.some(timedOut("the attempt ran out of time", endAt - now)))
+      pullingSince = now
+      return Effect.map(Effect.repeat(pull, { until: Chunk.isNonEmpty }), (chunk) => {
+        pullingSince = undefined
+        return chunk
+      })
     })
-  })
+    const watchdog: Effect.Effect<never, UpstreamFailure> = Effect.suspend(() => {
+      const now = clock.unsafeCurrentTimeMillis()
+      if (pullingSince !== undefined) {
+        const idleAt = pullingSince + idleMs
+        if (now >= Math.min(endAt, idleAt)) {
+          return Effect.fail(
+            endAt <= idleAt ? timedOut("the attempt ran out of time", endAt - pullingSince) : timedOut("the stream went idle", idleMs)
+          )
+        }
+        return Effect.zipRight(Effect.sleep(Math.min(endAt, idleAt) - now), watchdog)
+      }
+      // Nobody pulls: wake at the attempt's end (a pull under way by then fails), else look again later.
+      return Effect.zipRight(Effect.sleep(endAt > now ? Math.min(endAt, now + idleMs) - now : idleMs), watchdog)
+    })
+    return Stream.repeatEffectChunkOption(watched).pipe(Stream.interruptWhen(watchdog))
+  }))

@@ -4,12 +4,12 @@
  * (an empty pull — a keep-alive — is not an answer). A route that fails before
  * that has its scope closed (its upstream request aborted), so the next can be tried.
  * Deadlines (deadline.ts): opening must end by the attempt's end; every later
- * pull within the idle limit and the attempt's end.
+ * pull within the idle limit and the attempt's end, under one watchdog.
  */
 import { Chunk, Effect, ExecutionStrategy, Exit, Option, Scope, Stream } from "effect"
 import type { ChatChunk, ChatRequest } from "../../services/Chat.ts"
 import type { Target } from "../../services/RoutePlanner.ts"
-import { attemptEnd, type CallDeadline, endingBy, pullBy } from "./deadline.ts"
+import { attemptEnd, type CallDeadline, endingBy, watchedPulls } from "./deadline.ts"
 
 export const openStream = (request: ChatRequest, parent: Scope.Scope, deadline: CallDeadline) => ({ deployment }: Target) =>
   Effect.flatMap(Scope.fork(parent, ExecutionStrategy.sequential), (scope) =>
@@ -30,7 +30,7 @@ export const openStream = (request: ChatRequest, parent: Scope.Scope, deadline: 
       const { first, pull } = yield* endingBy(opened, endAt)
       return Stream.concat(
         Stream.fromChunk(first),
-        Stream.repeatEffectChunkOption(pullBy(pull, endAt, deadline.streamIdleMs))
+        watchedPulls(pull, endAt, deadline.streamIdleMs)
       )
     }).pipe(
       Scope.extend(scope),

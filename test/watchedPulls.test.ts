@@ -1,0 +1,58 @@
+/**
+ * The stream watchdog (layers/upstream/deadline.ts `watchedPulls`), on the
+ * test clock: a pull that brings nothing for the idle limit fails as a
+ * timeout, so does one still waiting at the attempt's end, and time the
+ * caller spends between pulls (reading slowly) never counts as idle.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Cause, Chunk, Deferred, Effect, Exit, Fiber, Option, Stream, TestClock } from "effect"
+import { watchedPulls } from "../layers/upstream/deadline.ts"
+import type { UpstreamFailure } from "../services/Providers.ts"
+
+const IDLE = 1_000
+
+const detailOf = (exit: Exit.Exit<unknown, UpstreamFailure>) =>
+  Exit.isFailure(exit) ? Option.map(Cause.failureOption(exit.cause), (failure) => `${failure.detail} [${failure.kind}]`).pipe(Option.getOrElse(() => "")) : ""
+
+/** Pulls that answer at once with one item each, `count` times, then end. */
+const quickPulls = (count: number) => {
+  let left = count
+  return Effect.suspend(() =>
+    left-- > 0 ? Effect.succeed(Chunk.of(left)) : Effect.fail(Option.none<UpstreamFailure>())
+  )
+}
+
+describe("watchedPulls", () => {
+  it.effect("fails a pull that brings nothing within the idle limit", () =>
+    Effect.gen(function*() {
+      const fiber = yield* Effect.fork(Stream.runCollect(watchedPulls(Effect.never, 1_000_000, IDLE)))
+      yield* TestClock.adjust(IDLE - 1)
+      expect(fiber.unsafePoll()).toBeNull()
+      yield* TestClock.adjust(1)
+      const exit = yield* Fiber.await(fiber)
+      expect(detailOf(exit)).toMatch(/^the stream went idle .*\[timeout\]$/)
+    }))
+
+  it.effect("fails a pull still waiting at the attempt's end, before the idle limit", () =>
+    Effect.gen(function*() {
+      const fiber = yield* Effect.fork(Stream.runCollect(watchedPulls(Effect.never, 300, IDLE)))
+      yield* TestClock.adjust(300)
+      const exit = yield* Fiber.await(fiber)
+      expect(detailOf(exit)).toMatch(/^the attempt ran out of time .*\[timeout\]$/)
+    }))
+
+  it.effect("does not count the time the caller takes between pulls", () =>
+    Effect.gen(function*() {
+      const read = yield* Deferred.make<ReadonlyArray<number>>()
+      const slowReader = watchedPulls(quickPulls(5), 1_000_000, IDLE).pipe(
+        // Each item takes the caller three idle limits to handle.
+        Stream.tap(() => Effect.sleep(3 * IDLE)),
+        Stream.runCollect,
+        Effect.flatMap((items) => Deferred.succeed(read, Chunk.toReadonlyArray(items)))
+      )
+      const fiber = yield* Effect.fork(slowReader)
+      for (let i = 0; i < 6; i++) yield* TestClock.adjust(3 * IDLE)
+      yield* Fiber.join(fiber)
+      expect(yield* Deferred.await(read)).toEqual([4, 3, 2, 1, 0])
+    }))
+})
