@@ -9,7 +9,10 @@
  * count, and the answer's text when a transcript keeps it.
  *
  * Fairness: the relay passes at most `FRAMES_PER_TURN` chunks at a time
- * and gives the event loop a turn before each such batch (`eventLoopTurn`).
+ * and gives the event loop a turn (`eventLoopTurn`) once that many have passed
+ * since the last one. A frame that came in a read of its own already followed
+ * a turn (the read), so a turn per pulled batch would only add a macrotask and
+ * an async step per frame.
  * A fast upstream's bytes are already buffered, so without it a stream's
  * fiber would go from read to write on microtasks alone (the fiber scheduler
  * reaches the event loop only every few thousand of those), and one read of a
@@ -45,7 +48,7 @@ const generatedText = (chunk: ChatChunk) => {
 }
 
 /** Chunks relayed (relabelled, encoded, written) between two turns of the event loop. */
-export const FRAMES_PER_TURN = 16
+export const FRAMES_PER_TURN = 8
 
 /** A pulled batch in slices of at most `FRAMES_PER_TURN`. */
 const slices = <A>(pulled: Chunk.Chunk<A>): Array<Chunk.Chunk<A>> => {
@@ -66,6 +69,8 @@ export class StreamRelay {
   /** How the upstream stream failed, if it did. */
   failure: UpstreamFailure | undefined
   private privacySent = false
+  /** Chunks passed since the event loop last had a turn. */
+  private sinceTurn = 0
 
   constructor(private readonly options: RelayOptions) {}
 
@@ -78,7 +83,12 @@ export class StreamRelay {
       Stream.chunks,
       Stream.mapConcat(slices),
       // One slice per output chunk, so what follows (encoding, the socket write) works in slices too.
-      Stream.mapEffect((slice) => Effect.map(eventLoopTurn, () => this.pass(slice))),
+      Stream.mapEffect((slice) => {
+        this.sinceTurn += slice.length
+        if (this.sinceTurn < FRAMES_PER_TURN) return Effect.succeed(this.pass(slice))
+        this.sinceTurn = 0
+        return Effect.map(eventLoopTurn, () => this.pass(slice))
+      }),
       Stream.flattenChunks,
       Stream.concat(Stream.suspend(() => (this.privacySent ? Stream.empty : Stream.fromEffect(this.closingChunk)))),
       Stream.catchAll((failure) => {
