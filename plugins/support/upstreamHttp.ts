@@ -104,6 +104,12 @@ export interface UpstreamHttp {
   readonly text: (response: ResponseData) => Effect.Effect<string, UpstreamFailure>
 }
 
+/**
+ * Why a request's signal is aborted when its scope closes. Given once: without a reason, every
+ * abort builds a new DOMException with its stack, which costs more than the rest of the release.
+ */
+const RELEASED = new Error("the call's scope closed")
+
 /** One connection pool for a provider, closed with the scope. */
 export const makeUpstreamHttp = (origin: string, timeoutMs: number): Effect.Effect<UpstreamHttp, never, Scope.Scope> =>
   Effect.map(
@@ -124,7 +130,7 @@ export const makeUpstreamHttp = (origin: string, timeoutMs: number): Effect.Effe
         Effect.gen(function*() {
           const controller = yield* Effect.acquireRelease(
             Effect.sync(() => new AbortController()),
-            (controller) => Effect.sync(() => controller.abort())
+            (controller) => Effect.sync(() => controller.abort(RELEASED))
           )
           const response = yield* Effect.tryPromise({
             try: () =>
