@@ -8,6 +8,10 @@ export default defineConfig({
     hookTimeout: 120_000,
     // PGlite and the HTTP servers are CPU-heavy: two workers match the 2-core machines.
     pool: "forks",
-    poolOptions: { forks: { maxForks: 2, minForks: 1 } }
+    poolOptions: { forks: { maxForks: 2, minForks: 1 } },
+    // Test files share their worker's module graph: each file imported the whole app again
+    // otherwise, most of the suite's time. Tests keep their state in their own layers and servers;
+    // test/support/layer.ts keeps @effect/vitest's layer blocks from leaking into later files.
+    isolate: false
   }
 })

@@ -2,7 +2,8 @@
  * The house rules that keep the architecture readable, checked on the source
  * tree: imports point one way (src → layers, plugins → services) with no
  * cycles, plugins never reach into layers, no file of ours over 300 lines,
- * time read through Effect's Clock, and error codes spelled in one place.
+ * time read through Effect's Clock, error codes spelled in one place, and
+ * test layer blocks that leave other tests alone.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs"
 import { dirname, join, relative, resolve } from "node:path"
@@ -82,5 +83,14 @@ describe("architecture", () => {
       codes.filter((code) => text.get(file)!.includes(`"${code}"`)).map((code) => `${code} in ${file}`)
     )
     expect(elsewhere).toEqual([])
+  })
+
+  it("has tests take layer blocks from test/support/layer.ts, which leaves Vitest's shared it alone", () => {
+    const tests = sourceFiles("test").filter((file) => file !== "test/support/layer.ts")
+    const direct = tests.filter((file) =>
+      /import\s*\{[^}]*\blayer\b[^}]*\}\s*from\s*"@effect\/vitest"/.test(readFileSync(join(ROOT, file), "utf8"))
+    )
+    expect(tests.length).toBeGreaterThan(50)
+    expect(direct).toEqual([])
   })
 })

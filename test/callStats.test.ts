@@ -7,7 +7,7 @@
  * payment health's arithmetic.
  */
 import { SqlClient } from "@effect/sql"
-import { expect, layer } from "@effect/vitest"
+import { expect } from "@effect/vitest"
 import { Context, Effect, Layer, TestClock } from "effect"
 import { describe, it } from "vitest"
 import { CallStatsPg } from "../layers/monitoring/CallStatsPg.ts"
@@ -15,6 +15,7 @@ import { paymentHealth } from "../layers/monitoring/paymentHealth.ts"
 import { CallStats, type FinishedCall } from "../services/CallStats.ts"
 import { WINDOWS } from "../services/Monitoring.ts"
 import { freshStorage } from "./support/moneyLayers.ts"
+import { layer } from "./support/layer.ts"
 
 const T0 = Date.UTC(2026, 0, 15, 12, 0, 0)
 const MINUTE = 60_000

@@ -5,7 +5,7 @@
  * sandbox provider. Shows what a pipeline unit test can assert directly: the
  * bill, the balance, the recorded events and the ids.
  */
-import { expect, layer } from "@effect/vitest"
+import { expect } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { ConfigChecks } from "../layers/Core.ts"
 import { RateLimitsMemory } from "../layers/admission/RateLimitStoreLive.ts"
@@ -23,6 +23,7 @@ import { TranscriptsMemory } from "../layers/privacy/TranscriptsMemory.ts"
 import { ChatGateway } from "../services/ChatGateway.ts"
 import { Ledger } from "../services/Ledger.ts"
 import { testConfig } from "./support/testConfig.ts"
+import { layer } from "./support/layer.ts"
 
 const Pipeline = Gateways.pipe(
   Layer.provideMerge(SettlementJournalMemory),

@@ -4,10 +4,11 @@
  * holds), and nothing younger does; receipts are not touched.
  */
 import { SqlClient } from "@effect/sql"
-import { expect, layer } from "@effect/vitest"
+import { expect } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { Retention, RetentionJob } from "../layers/monitoring/RetentionJob.ts"
 import { freshStorage } from "./support/moneyLayers.ts"
+import { layer } from "./support/layer.ts"
 
 const settings = { monitoring: { eventRetentionDays: 10, callRetentionDays: 40, retentionBatch: 100 } }
 

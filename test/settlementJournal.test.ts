@@ -9,7 +9,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "n
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { SqlError } from "@effect/sql/SqlError"
-import { expect, layer } from "@effect/vitest"
+import { expect } from "@effect/vitest"
 import { Cause, Effect, Layer, Logger } from "effect"
 import { describe, it as vitest } from "vitest"
 import { BillingLive } from "../layers/billing/BillingLive.ts"
@@ -28,6 +28,7 @@ import { billFor } from "./support/ledgerContract.ts"
 import { memoryMoney } from "./support/moneyLayers.ts"
 import { testConfig } from "./support/testConfig.ts"
 import { servedCall, usd } from "./support/pipeline.ts"
+import { layer } from "./support/layer.ts"
 
 /** What the driver throws when the server is gone, wrapped as @effect/sql does. */
 const refused = () =>

@@ -3,13 +3,14 @@
  * implementation must pass: ApiKeysPg on a real database and ApiKeysMemory
  * (test/apiKeysContract.test.ts).
  */
-import { expect, layer } from "@effect/vitest"
+import { expect } from "@effect/vitest"
 import { Effect, Option, TestClock } from "effect"
 import { RecordedEvents } from "../../layers/events/EventLogMemory.ts"
 import { Accounts } from "../../services/Accounts.ts"
 import { ApiKeys } from "../../services/ApiKeys.ts"
 import type { Page, PageRequest } from "../../services/Pagination.ts"
 import { ADMIN_KEY, type MoneyLayers } from "./moneyLayers.ts"
+import { layer } from "./layer.ts"
 
 /** Every page from the first on, `limit` at a time, as lists of ids (checking each page's size and end). */
 const allPages = <E>(list: (request: PageRequest) => Effect.Effect<Page<{ readonly id: string }>, E>, limit: number) =>

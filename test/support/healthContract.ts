@@ -3,13 +3,14 @@
  * HealthPg (on a real database, real time) and HealthMemory (TestClock) must
  * both pass (test/healthContract.test.ts). Each test uses deployments of its own.
  */
-import { expect, layer } from "@effect/vitest"
+import { expect } from "@effect/vitest"
 import { Effect, Layer, TestClock } from "effect"
 import { HealthMemory } from "../../layers/health/HealthMemory.ts"
 import { HealthPg } from "../../layers/health/HealthPg.ts"
 import { Health, type Outcome } from "../../services/Health.ts"
 import { freshStorage } from "./moneyLayers.ts"
 import { testConfig } from "./testConfig.ts"
+import { layer } from "./layer.ts"
 
 const COOLDOWN_MS = 1000
 const configFile = {

@@ -4,11 +4,12 @@
  * IdempotencyMemory (test/idempotencyContract.test.ts).
  */
 import { createHash } from "node:crypto"
-import { expect, layer } from "@effect/vitest"
+import { expect } from "@effect/vitest"
 import { Effect } from "effect"
 import { Accounts } from "../../services/Accounts.ts"
 import { Idempotency, type IdempotencyKey } from "../../services/Idempotency.ts"
 import type { MoneyLayers } from "./moneyLayers.ts"
+import { layer } from "./layer.ts"
 
 const digest = (text: string) => createHash("sha256").update(text).digest()
 

@@ -4,13 +4,14 @@
  * LedgerMemory (test/ledgerContract.test.ts), with the Accounts they charge
  * (AccountsPg, AccountsMemory). Each test opens its own account.
  */
-import { expect, layer } from "@effect/vitest"
+import { expect } from "@effect/vitest"
 import { Effect, Exit } from "effect"
 import { RecordedEvents } from "../../layers/events/EventLogMemory.ts"
 import { Accounts } from "../../services/Accounts.ts"
 import { type Bill, Ledger } from "../../services/Ledger.ts"
 import { formatUsd, type Nanos, parseUsd } from "../../services/Money.ts"
 import type { MoneyLayers } from "./moneyLayers.ts"
+import { layer } from "./layer.ts"
 
 const usd = (text: string): Nanos => parseUsd(text).pipe((option) => option._tag === "Some" ? option.value : 0n)
 

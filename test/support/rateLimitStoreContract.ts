@@ -6,9 +6,10 @@
  * (Redis expires keys in real time).
  */
 import { randomBytes } from "node:crypto"
-import { expect, layer } from "@effect/vitest"
+import { expect } from "@effect/vitest"
 import { Effect, type Layer, Option } from "effect"
 import { type Bucket, RateLimitStore } from "../../services/RateLimiter.ts"
+import { layer } from "./layer.ts"
 
 export interface StoreUnderTest {
   readonly name: string
