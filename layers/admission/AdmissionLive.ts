@@ -15,6 +15,7 @@ import { RateLimiter } from "../../services/RateLimiter.ts"
 import { SealedPrompts } from "../../services/SealedPrompts.ts"
 import { withOpenMessages } from "./requestMessages.ts"
 import { checkToolChoice } from "./requestTools.ts"
+import { stageSpan } from "../telemetry/stageSpan.ts"
 
 export const AdmissionLive = Layer.effect(
   Admission,
@@ -32,14 +33,14 @@ export const AdmissionLive = Layer.effect(
           const inputTokens = yield* pricing.countInputFairly(request)
           const rateLimit = yield* limiter.admit(principal, inputTokens + (requestedMaxTokens(request) ?? 0))
           return { principal, request, privacy, inputTokens, rateLimit }
-        }).pipe(Effect.withSpan("svc.admission")),
+        }).pipe(stageSpan("svc.admission")),
       embeddings: (request, principal) =>
         Effect.gen(function*() {
           const inputs = inputsOf(request)
           const inputTokens = yield* pricing.countTexts(inputs)
           const rateLimit = yield* limiter.admit(principal, inputTokens.reduce((sum, n) => sum + n, 0))
           return { principal, request, inputs, inputTokens, rateLimit }
-        }).pipe(Effect.withSpan("svc.admission"))
+        }).pipe(stageSpan("svc.admission"))
     })
   })
 )

@@ -22,6 +22,7 @@ import { orderDeployments } from "./deploymentOrder.ts"
 import { marginFloors, meetsFloor } from "./marginFloor.ts"
 import { shapeOf } from "./requestShape.ts"
 import { planRoute } from "./routePlan.ts"
+import { stageSpan } from "../telemetry/stageSpan.ts"
 
 /** Output tokens a request is expected to produce when it sets no maximum (for ranking, not for the hold). */
 const EXPECTED_OUTPUT_TOKENS = 500
@@ -75,7 +76,7 @@ export const RoutePlannerLive = Layer.effect(
             })
           }
           return { reason: planned.reason, dropped: planned.dropped, privacy, targets, amount }
-        }).pipe(Effect.withSpan("svc.route_plan"))
+        }).pipe(stageSpan("svc.route_plan"))
     })
   })
 )

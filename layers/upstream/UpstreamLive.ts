@@ -13,6 +13,7 @@ import { callDeadline, withinAttempt } from "./deadline.ts"
 import { firstThatAnswers } from "./failover.ts"
 import { openStream } from "./openStream.ts"
 import { cappedFor } from "./outputCap.ts"
+import { stageSpan } from "../telemetry/stageSpan.ts"
 
 export const UpstreamLive = Layer.effect(
   Upstream,
@@ -29,12 +30,12 @@ export const UpstreamLive = Layer.effect(
               deployment.adapter.complete({ request: cappedFor(request, outputTokens), upstreamModel: deployment.upstreamModel }),
               deployment.provider.timeoutMs,
               deadline
-            ))).pipe(Effect.withSpan("svc.upstream", { attributes: { "svc.stream": false } })),
+            ))).pipe(stageSpan("svc.upstream", { "svc.stream": false })),
       stream: (targets, request) =>
         Effect.all([Effect.scope, callDeadline(routing.deadline)]).pipe(Effect.flatMap(([scope, deadline]) =>
           firstThatAnswers(targets, { ...policy, deadlineAt: deadline.deadlineAt }, health, (target) =>
             openStream(cappedFor(request, target.outputTokens), scope, deadline)(target))
-        ), Effect.withSpan("svc.upstream", { attributes: { "svc.stream": true } })),
+        ), stageSpan("svc.upstream", { "svc.stream": true })),
       served: ({ attempts, target }, outcome) =>
         health.record(
           outcome.ok

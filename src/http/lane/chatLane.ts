@@ -118,7 +118,8 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
     if (!(Number(declared) <= maxBodyBytes)) return false
     if (crossOrigin && request.headers.origin !== undefined) return false
     readBody(request, (text) => {
-      const fiber = runFork(serve(request, response, text))
+      // Traces are off whenever the lane serves (above): spans would be made and dropped.
+      const fiber = runFork(Effect.withTracerEnabled(serve(request, response, text), false))
       response.on("close", () => {
         if (!response.writableEnded) fiber.unsafeInterruptAsFork(FiberId.none)
       })
