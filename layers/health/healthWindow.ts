@@ -36,70 +36,87 @@ interface Sample {
 export const nearestRank = (sorted: ReadonlyArray<number>, q: number): number | undefined =>
   sorted.length === 0 ? undefined : sorted[Math.max(1, Math.ceil(q * sorted.length)) - 1]
 
-const ascending = (values: Array<number>) => values.sort((a, b) => a - b)
-
-const summarise = (samples: ReadonlyArray<Sample>): WindowStats => {
-  let failures = 0
-  let fallbacks = 0
-  let tokens = 0
-  let generating = 0
-  const latencies: Array<number> = []
-  const ttfts: Array<number> = []
-  for (const { outcome } of samples) {
-    if (!outcome.ok) {
-      failures++
-      continue
-    }
-    if (isFallback(outcome)) fallbacks++
-    latencies.push(outcome.latencyMs)
-    if (outcome.ttftMs !== undefined) ttfts.push(outcome.ttftMs)
-    const ms = generationMs(outcome)
-    if (ms !== undefined) {
-      tokens += outcome.outputTokens!
-      generating += ms
-    }
+/** Where `value` goes in ascending `sorted`: the first index whose value is not below it. */
+const lowerBound = (sorted: ReadonlyArray<number>, value: number) => {
+  let low = 0
+  let high = sorted.length
+  while (low < high) {
+    const middle = (low + high) >>> 1
+    if (sorted[middle]! < value) low = middle + 1
+    else high = middle
   }
-  ascending(latencies)
-  ascending(ttfts)
-  return {
-    requests: samples.length,
-    failures,
-    fallbacks,
-    p50LatencyMs: nearestRank(latencies, 0.5),
-    p95LatencyMs: nearestRank(latencies, 0.95),
-    p50TtftMs: nearestRank(ttfts, 0.5),
-    tokensPerSecond: generating > 0 ? (tokens * 1000) / generating : undefined
-  }
+  return low
 }
+
+const insertSorted = (sorted: Array<number>, value: number) => void sorted.splice(lowerBound(sorted, value), 0, value)
+const removeSorted = (sorted: Array<number>, value: number) => void sorted.splice(lowerBound(sorted, value), 1)
 
 export interface RollingWindow {
   readonly add: (outcome: Outcome, now: number) => void
   readonly stats: (now: number) => WindowStats
 }
 
+/**
+ * The figures are kept as outcomes come and go: sums, and the latencies and times to first token
+ * in sorted order (an insertion or removal is a binary search and a move of at most 200 numbers).
+ * Summing and sorting the whole window again after every outcome cost more than a call's routing.
+ */
 export const makeWindow = (): RollingWindow => {
   // Oldest first; appended in time order.
-  let samples: Array<Sample> = []
-  // Views are read on every routing decision, outcomes arrive less often: summarise once per change.
+  const samples: Array<Sample> = []
+  const latencies: Array<number> = []
+  const ttfts: Array<number> = []
+  let failures = 0
+  let fallbacks = 0
+  let tokens = 0
+  let generating = 0
   let cached: WindowStats | undefined
+
+  const count = (outcome: Outcome, sign: 1 | -1) => {
+    if (!outcome.ok) {
+      failures += sign
+      return
+    }
+    if (isFallback(outcome)) fallbacks += sign
+    if (sign === 1) insertSorted(latencies, outcome.latencyMs)
+    else removeSorted(latencies, outcome.latencyMs)
+    if (outcome.ttftMs !== undefined) {
+      if (sign === 1) insertSorted(ttfts, outcome.ttftMs)
+      else removeSorted(ttfts, outcome.ttftMs)
+    }
+    const ms = generationMs(outcome)
+    if (ms !== undefined) {
+      tokens += sign * outcome.outputTokens!
+      generating += sign * ms
+    }
+  }
 
   const evict = (now: number) => {
     let drop = Math.max(0, samples.length - WINDOW_OUTCOMES)
     while (drop < samples.length && samples[drop]!.at <= now - WINDOW_MS) drop++
     if (drop === 0) return
-    samples = samples.slice(drop)
+    for (const { outcome } of samples.splice(0, drop)) count(outcome, -1)
     cached = undefined
   }
 
   return {
     add: (outcome, now) => {
       samples.push({ at: now, outcome })
+      count(outcome, 1)
       cached = undefined
       evict(now)
     },
     stats: (now) => {
       evict(now)
-      return cached ??= summarise(samples)
+      return cached ??= {
+        requests: samples.length,
+        failures,
+        fallbacks,
+        p50LatencyMs: nearestRank(latencies, 0.5),
+        p95LatencyMs: nearestRank(latencies, 0.95),
+        p50TtftMs: nearestRank(ttfts, 0.5),
+        tokensPerSecond: generating > 0 ? (tokens * 1000) / generating : undefined
+      }
     }
   }
 }
