@@ -28,7 +28,9 @@ describe("serial batches", () => {
       const rest = yield* Effect.fork(
         Effect.all([3, 4, 5, 6, 8].map((n) => Effect.either(batcher.submit("a", n))), { concurrency: "unbounded" })
       )
-      yield* Effect.yieldNow()
+      // Let their fibers reach the queue (a turn of the event loop is more than enough).
+      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 10)))
+      // An idle key runs in the caller's fiber, at once.
       const other = yield* batcher.submit("b", 12)
       expect(other).toBe(120)
       yield* Deferred.succeed(gate, undefined)

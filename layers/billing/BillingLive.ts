@@ -28,6 +28,7 @@ import type { Nanos } from "../../services/Money.ts"
 import { Pricing, sumOfCosts } from "../../services/Pricing.ts"
 import { billableUsage } from "./usageCheck.ts"
 import { SettlementJournal } from "../../services/SettlementJournal.ts"
+import { acquirePlainRelease } from "../../plugins/support/plainRelease.ts"
 import { stageSpan } from "../telemetry/stageSpan.ts"
 
 /** A hold as this layer keeps it: whether it ended (a flag, not a weak set, so the GC has no extra work per call), and its heartbeat. */
@@ -163,7 +164,7 @@ export const BillingLive = Layer.effect(
     return Billing.of({
       estimate: pricing.estimateFor,
       hold: (principal, amount) =>
-        Effect.acquireRelease(reserve(principal, amount).pipe(stageSpan("svc.billing.hold")), release),
+        acquirePlainRelease(reserve(principal, amount).pipe(stageSpan("svc.billing.hold")), release),
       // Without a scope object: cheaper for a call whose hold ends inside `use`.
       withHold: (principal, amount, use) =>
         Effect.acquireUseRelease(reserve(principal, amount).pipe(stageSpan("svc.billing.hold")), use, (hold) => release(hold)),

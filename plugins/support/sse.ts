@@ -8,10 +8,15 @@
  * `protocol` failure (the answer was cut off); once complete, the rest of the
  * body is read for a moment rather than destroyed, so its connection stays
  * reusable.
+ *
+ * The stream is one pull per read of the body: the read's bytes parsed and
+ * translated in one synchronous pass, its items one chunk. Composing it from
+ * Effect's stream stages (read, interrupt-when-done, map, take-until, concat)
+ * cost four times the whole JSON exchange per stream (docs/performance.md).
  */
 import type { Readable } from "node:stream"
 import { createParser } from "eventsource-parser"
-import { Deferred, Effect, Option, Stream } from "effect"
+import { Chunk, Effect, Option, Stream } from "effect"
 import type { UpstreamFailure } from "../../services/Providers.ts"
 import { protocolFailure, protocolFailureOf } from "./json.ts"
 import { failureOf } from "./upstreamHttp.ts"
@@ -32,23 +37,23 @@ export interface Translation<A> {
   readonly done: boolean
 }
 
-/**
- * The response body as a stream. Releasing destroys the body at once:
- * `fromAsyncIterable` would await `return()`, which queues behind a pending read.
- */
-const bodyBytes = (body: Readable): Stream.Stream<Uint8Array, UpstreamFailure> =>
-  Stream.unwrapScoped(Effect.map(
-    Effect.acquireRelease(Effect.sync(() => body[Symbol.asyncIterator]()), () => Effect.sync(() => body.destroy())),
-    (iterator) =>
-      Stream.repeatEffectOption(
-        Effect.tryPromise({ try: () => iterator.next(), catch: (error) => Option.some(failureOf(error)) }).pipe(
-          Effect.flatMap((next) => (next.done ? Effect.fail(Option.none()) : Effect.succeed(next.value as Uint8Array)))
-        )
-      )
-  ))
-
 /** How long to let the response end after the upstream said it is complete. */
-const drainAfterDone = "250 millis"
+const DRAIN_AFTER_DONE_MS = 250
+
+/**
+ * The rest of a body whose answer is complete, read until it ends or for `DRAIN_AFTER_DONE_MS`,
+ * whichever comes first; never fails (what is left is destroyed with the body).
+ */
+const drainRest = (iterator: AsyncIterator<unknown>) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, DRAIN_AFTER_DONE_MS)
+    const done = () => {
+      clearTimeout(timer)
+      resolve()
+    }
+    const next = (): void => void iterator.next().then((read) => (read.done ? done() : next()), done)
+    next()
+  })
 
 export const sseStream = <A>(
   body: Readable,
@@ -59,11 +64,17 @@ export const sseStream = <A>(
     readonly endMarker: boolean
   }
 ): Stream.Stream<A, UpstreamFailure> =>
-  Stream.unwrap(Effect.map(Deferred.make<void>(), (sawDone) => {
+  Stream.suspend(() => {
+    const iterator = body[Symbol.asyncIterator]()
     const decoder = new TextDecoder()
     let events: Array<SseEvent> = []
+    /** The upstream said the answer is complete. */
     let done = false
+    /** Nothing more comes: the body ended, or was drained after `done`. */
+    let over = false
     let tooLarge: string | undefined
+    /** A failure met while translating a read: raised after the items translated before it. */
+    let broken: UpstreamFailure | undefined
     const parser = createParser({
       maxBufferSize: MAX_EVENT_CHARS,
       onEvent: (event) => void events.push({ event: event.event ?? "message", data: event.data, id: event.id }),
@@ -71,16 +82,15 @@ export const sseStream = <A>(
         if (error.type === "max-buffer-size-exceeded") tooLarge = "upstream sent an event over 10 MiB"
       }
     })
-    /** A failure met while translating one read: raised after the items translated before it. */
-    let broken: UpstreamFailure | undefined
-    const feed = (bytes: Uint8Array): Effect.Effect<Array<A>> => {
-      if (done) return Effect.succeed([])
+
+    /** The items one read brings, in one synchronous pass. */
+    const feed = (bytes: Uint8Array): Array<A> => {
       parser.feed(decoder.decode(bytes, { stream: true }))
       const out: Array<A> = []
       try {
         for (const event of events) {
           const translation = translate(event)
-          out.push(...translation.out)
+          for (const item of translation.out) out.push(item)
           if (translation.done) {
             done = true
             break
@@ -92,22 +102,38 @@ export const sseStream = <A>(
         events = []
       }
       if (tooLarge !== undefined && !done) broken ??= protocolFailure(tooLarge)
-      return done ? Effect.as(Deferred.succeed(sawDone, undefined), out) : Effect.succeed(out)
+      return out
     }
-    const ended = Stream.suspend(() =>
-      broken !== undefined
-        ? Stream.fail(broken)
-        : done || !options.endMarker
-        ? Stream.empty
-        : Stream.fail(protocolFailure("upstream stream ended before its end"))
+
+    /** How the stream ends once nothing more comes: complete, or failed. */
+    const end = Effect.suspend(() =>
+      Effect.fail(
+        broken !== undefined
+          ? Option.some(broken)
+          : done || !options.endMarker
+          ? Option.none()
+          : Option.some(protocolFailure("upstream stream ended before its end"))
+      )
     )
-    return bodyBytes(body).pipe(
-      Stream.interruptWhen(Effect.zipRight(Deferred.await(sawDone), Effect.sleep(drainAfterDone))),
-      Stream.catchAll((failure) => (done ? Stream.empty : Stream.fail(failure))),
-      Stream.mapEffect(feed),
-      // A read that broke is the last: its good items go out, then `ended` raises the failure.
-      Stream.takeUntil(() => broken !== undefined),
-      Stream.mapConcat((out) => out),
-      Stream.concat(ended)
-    )
-  }))
+
+    const pull: Effect.Effect<Chunk.Chunk<A>, Option.Option<UpstreamFailure>> = Effect.suspend(() => {
+      if (over || broken !== undefined) return end
+      if (done) {
+        over = true
+        return Effect.zipRight(Effect.promise(() => drainRest(iterator)), end)
+      }
+      return Effect.tryPromise({ try: () => iterator.next(), catch: (error) => Option.some(failureOf(error)) }).pipe(
+        Effect.flatMap((read) => {
+          if (read.done) {
+            over = true
+            return end
+          }
+          // A read that broke still delivers the items before the break; the next pull raises it.
+          return Effect.succeed(Chunk.unsafeFromArray(feed(read.value as Uint8Array)))
+        })
+      )
+    })
+
+    // Destroyed however the stream ends: a body abandoned mid-way frees its connection at once.
+    return Stream.repeatEffectChunkOption(pull).pipe(Stream.ensuring(Effect.sync(() => body.destroy())))
+  })

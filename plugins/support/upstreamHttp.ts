@@ -9,6 +9,7 @@ import { Agent, type Dispatcher } from "undici"
 import type { ProviderConfig } from "../../services/Config.ts"
 import { ProviderConfigError, UpstreamFailure } from "../../services/Providers.ts"
 import { errorKindOf, isRecord } from "./json.ts"
+import { acquirePlainRelease } from "./plainRelease.ts"
 
 export type ResponseData = Dispatcher.ResponseData
 
@@ -128,7 +129,7 @@ export const makeUpstreamHttp = (origin: string, timeoutMs: number): Effect.Effe
     (agent) => ({
       post: (path, body, headers) =>
         Effect.gen(function*() {
-          const controller = yield* Effect.acquireRelease(
+          const controller = yield* acquirePlainRelease(
             Effect.sync(() => new AbortController()),
             (controller) => Effect.sync(() => controller.abort(RELEASED))
           )

@@ -33,9 +33,10 @@ export const writeResponse = (
         })
         return body.stream.pipe(
           Stream.runForEachChunk((chunk) => {
+            if (Chunk.isEmpty(chunk)) return Effect.void
             firstByte?.()
-            let full = false
-            for (const bytes of Chunk.toReadonlyArray(chunk)) full = !res.write(bytes)
+            // One write per pulled chunk: Node sends each write as a chunk of its own, with its header.
+            const full = !res.write(chunk.length === 1 ? Chunk.unsafeHead(chunk) : Buffer.concat(Chunk.toReadonlyArray(chunk)))
             return full ? Effect.async<void>((resume) => void (waiting = () => resume(Effect.void))) : Effect.void
           }),
           Effect.interruptible,
