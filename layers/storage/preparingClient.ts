@@ -32,7 +32,7 @@ const isStalePlan = (error: unknown) =>
   String((error as Error).message).includes("cached plan must not change result type")
 
 export class PreparingClient extends pg.Client {
-  /** Statement text hash → the name it is prepared under on this connection. */
+  /** Statement text → the name it is prepared under on this connection (hashed only when first seen). */
   readonly #names = new Map<string, string>()
   /** Statements prepared afresh on this connection, to name each one anew. */
   #renamed = 0
@@ -47,15 +47,14 @@ export class PreparingClient extends pg.Client {
     if (typeof config !== "string" || !Array.isArray(values) || values.length === 0) {
       return super.query(config, values, callback)
     }
-    const hash = hashOf(config)
-    let name = this.#names.get(hash)
+    let name = this.#names.get(config)
     if (name === undefined) {
       if (this.#names.size >= MAX_PREPARED_PER_CONNECTION) return super.query(config, values, callback)
-      name = `svc_${hash}`
-      this.#names.set(hash, name)
+      name = `svc_${hashOf(config)}`
+      this.#names.set(config, name)
     }
     const renameIfStale = (error: unknown) => {
-      if (isStalePlan(error)) this.#names.set(hash, `svc_${hash}_${(++this.#renamed).toString(36)}`)
+      if (isStalePlan(error)) this.#names.set(config, `svc_${hashOf(config)}_${(++this.#renamed).toString(36)}`)
     }
     const named = { name, text: config, values }
     if (typeof callback === "function") {
