@@ -95,6 +95,8 @@ export const stagesBench = async () => {
   await measure("route plan", Effect.flatMap(RoutePlanner, (p) => p.plan(setup.call)))
   await measure("hold, then release (two statements)", Effect.flatMap(Billing, (b) => b.withHold(setup.principal, setup.route.amount, () => Effect.void)))
   await measure("upstream call (JSON, keep-alive)", Effect.flatMap(Upstream, (u) => u.complete(setup.route.targets, setup.request)))
+  await measure("upstream call (streamed, 20 frames, read to the end)", Effect.flatMap(Upstream, (u) =>
+    Effect.flatMap(u.stream(setup.route.targets, { ...setup.request, stream: true }), (answered) => Stream.runDrain(answered.value))))
   await measure("call record (kept for the next flush)", Effect.flatMap(CallStats, (s) => s.record({
     requestId: "req_bench", accountId: setup.principal.accountId, keyId: setup.principal.keyId, endpoint: "/v1/chat/completions",
     status: 200, code: undefined, latencyMs: 1, ttftMs: undefined, inputTokens: 20, outputTokens: 20, spend: 1000n, endedAt: Date.now()
