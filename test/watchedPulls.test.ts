@@ -2,12 +2,13 @@
  * The stream watchdog (layers/upstream/deadline.ts `watchedPulls`), on the
  * test clock: a pull that brings nothing for the idle limit fails as a
  * timeout, so does one still waiting at the attempt's end, and time the
- * caller spends between pulls (reading slowly) never counts as idle.
+ * caller spends between pulls (reading slowly) never counts as idle; a
+ * pull's own failure comes through after the items before it.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Chunk, Deferred, Effect, Exit, Fiber, Option, Stream, TestClock } from "effect"
 import { watchedPulls } from "../layers/upstream/deadline.ts"
-import type { UpstreamFailure } from "../services/Providers.ts"
+import { UpstreamFailure } from "../services/Providers.ts"
 
 const IDLE = 1_000
 
@@ -54,5 +55,19 @@ describe("watchedPulls", () => {
       for (let i = 0; i < 6; i++) yield* TestClock.adjust(3 * IDLE)
       yield* Fiber.join(fiber)
       expect(yield* Deferred.await(read)).toEqual([4, 3, 2, 1, 0])
+    }))
+
+  it.effect("passes on the items before a pull's failure, then the failure itself", () =>
+    Effect.gen(function*() {
+      let pulls = 0
+      const failing = Effect.suspend(() =>
+        ++pulls <= 2
+          ? Effect.succeed(Chunk.of(pulls))
+          : Effect.fail(Option.some(new UpstreamFailure({ kind: "connection", detail: "reset" })))
+      )
+      const items: Array<number> = []
+      const exit = yield* Effect.exit(Stream.runForEach(watchedPulls(failing, 1_000_000, IDLE), (n) => Effect.sync(() => void items.push(n))))
+      expect(items).toEqual([1, 2])
+      expect(detailOf(exit)).toBe("reset [connection]")
     }))
 })

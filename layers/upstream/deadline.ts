@@ -8,7 +8,7 @@
  * and the caller's 504 / SSE error frame follow as for any timeout. Times
  * come from `Clock`.
  */
-import { Chunk, Clock, Effect, Option, Stream } from "effect"
+import { Chunk, Clock, Effect, Exit, Option, Queue, Stream } from "effect"
 import { UpstreamFailure } from "../../services/Providers.ts"
 
 /** When the call must be over (epoch ms, `Clock`), and the stream idle limit. */
@@ -46,40 +46,69 @@ export const withinAttempt = <A, E, R>(effect: Effect.Effect<A, E, R>, timeoutMs
 /**
  * The pulls of a stream after its first chunk, each of which must bring a chunk with content (empty
  * pulls — bytes that made no chunk, keep-alives — are not activity) within the idle limit and the
- * attempt's end. One watchdog fiber with one timer guards the whole stream: a race per pull cost a
- * fiber and a timer per frame, more than the frame itself (docs/performance.md). Only time spent
- * waiting on a pull counts, never time the caller took to read what came before.
+ * attempt's end. Only time spent waiting on a pull counts, never time the caller took to read what
+ * came before.
+ *
+ * Per stream, one reader fiber pulls on demand and hands each result over, and one watchdog fiber
+ * with one timer hands over a timeout instead when a wait runs too long. Per pull that is a demand
+ * and a hand-off, no fiber: a race per pull (a timeout, or `Stream.interruptWhen`, which races every
+ * pull against its signal) cost more than the rest of the stream (docs/performance.md).
  */
 export const watchedPulls = <A>(
   pull: Effect.Effect<Chunk.Chunk<A>, Option.Option<UpstreamFailure>>,
   endAt: number,
   idleMs: number
 ): Stream.Stream<A, UpstreamFailure> =>
-  Stream.unwrap(Effect.map(Effect.clock, (clock) => {
-    /** When the pull under way started; undefined while nobody pulls. */
-    let pullingSince: number | undefined
-    const watched = Effect.suspend(() => {
-      const now = clock.unsafeCurrentTimeMillis()
-      if (now >= endAt) return Effect.fail(Option.some(timedOut("the attempt ran out of time", endAt - now)))
-      pullingSince = now
-      return Effect.map(Effect.repeat(pull, { until: Chunk.isNonEmpty }), (chunk) => {
-        pullingSince = undefined
-        return chunk
+  Stream.unwrapScoped(Effect.gen(function*() {
+    const clock = yield* Effect.clock
+    type Result = Exit.Exit<Chunk.Chunk<A>, Option.Option<UpstreamFailure>>
+    const demands = yield* Queue.unbounded<void>()
+    const results = yield* Queue.unbounded<Result>()
+    /** When the wait under way started; undefined while nobody waits. */
+    let waitingSince: number | undefined
+    /** The timeout the watchdog handed over: every later pull fails with it too. */
+    let expired: Result | undefined
+
+    const reader = Queue.take(demands).pipe(
+      Effect.zipRight(Effect.exit(Effect.repeat(pull, { until: Chunk.isNonEmpty }))),
+      Effect.flatMap((result) => Effect.as(Queue.offer(results, result), Exit.isSuccess(result))),
+      Effect.repeat({ while: (more) => more })
+    )
+
+    const expire = (failure: UpstreamFailure) =>
+      Effect.suspend(() => {
+        expired = Exit.fail(Option.some(failure))
+        return Queue.offer(results, expired)
       })
-    })
-    const watchdog: Effect.Effect<never, UpstreamFailure> = Effect.suspend(() => {
+    const watchdog: Effect.Effect<void> = Effect.suspend(() => {
       const now = clock.unsafeCurrentTimeMillis()
-      if (pullingSince !== undefined) {
-        const idleAt = pullingSince + idleMs
+      if (waitingSince !== undefined) {
+        const idleAt = waitingSince + idleMs
         if (now >= Math.min(endAt, idleAt)) {
-          return Effect.fail(
-            endAt <= idleAt ? timedOut("the attempt ran out of time", endAt - pullingSince) : timedOut("the stream went idle", idleMs)
+          return expire(
+            endAt <= idleAt ? timedOut("the attempt ran out of time", endAt - waitingSince) : timedOut("the stream went idle", idleMs)
           )
         }
         return Effect.zipRight(Effect.sleep(Math.min(endAt, idleAt) - now), watchdog)
       }
-      // Nobody pulls: wake at the attempt's end (a pull under way by then fails), else look again later.
+      // Nobody waits: wake at the attempt's end (a wait under way by then fails), else look again later.
       return Effect.zipRight(Effect.sleep(endAt > now ? Math.min(endAt, now + idleMs) - now : idleMs), watchdog)
     })
-    return Stream.repeatEffectChunkOption(watched).pipe(Stream.interruptWhen(watchdog))
+    yield* Effect.forkScoped(reader)
+    yield* Effect.forkScoped(watchdog)
+
+    const watched: Effect.Effect<Chunk.Chunk<A>, Option.Option<UpstreamFailure>> = Effect.suspend(() => {
+      if (expired !== undefined) return expired
+      const now = clock.unsafeCurrentTimeMillis()
+      if (now >= endAt) return Effect.fail(Option.some(timedOut("the attempt ran out of time", endAt - now)))
+      waitingSince = now
+      return Queue.offer(demands, undefined).pipe(
+        Effect.zipRight(Queue.take(results)),
+        Effect.flatMap((result) => {
+          waitingSince = undefined
+          return result
+        })
+      )
+    })
+    return Stream.repeatEffectChunkOption(watched)
   }))
