@@ -2,7 +2,7 @@
  * `Effect.acquireRelease` for a call's own resources, without what makes
  * Effect's costly here: before and after each release, Effect's version
  * restores the fiber refs the resource was acquired with, diffing every fiber
- * ref, the whole service context included, twice. With the app's sixty-odd
+ * ref, the whole service context included, twice. With the app's 48
  * services that cost more CPU than the request such a release aborts
  * (docs/performance.md). Here the release runs with the fiber refs of the
  * fiber that closes the scope, which is the call's own fiber for a call's
