@@ -59,6 +59,18 @@ describe("stream fairness", () => {
     expect(turns.at(-1)).toBeGreaterThan(0)
   })
 
+  it("sends a stream's first slice before any turn, and gives the turn before the next", async () => {
+    const big = Chunk.unsafeFromArray(Array.from({ length: 100 }, () => chunk))
+    let frames = 0
+    const fiber = Effect.runFork(
+      relayOf().relay(Stream.fromChunk(big), () => Effect.never).pipe(Stream.runForEach(() => Effect.sync(() => void frames++)))
+    )
+    // Queued as the stream starts: it runs at the relay's first turn.
+    const beforeFirstTurn = await new Promise<number>((resolve) => setImmediate(() => resolve(frames)))
+    await Effect.runPromise(Fiber.await(fiber))
+    expect(beforeFirstTurn).toBe(FRAMES_PER_TURN)
+  })
+
   it("splits a big read (hundreds of frames at once) into slices, each its own turn and its own write", async () => {
     const big = Chunk.unsafeFromArray(Array.from({ length: 100 }, () => chunk))
     const sizes = await Effect.runPromise(

@@ -9,8 +9,8 @@
  * count, and the answer's text when a transcript keeps it.
  *
  * Fairness: the relay passes at most `FRAMES_PER_TURN` chunks at a time
- * and gives the event loop a turn (`eventLoopTurn`) once that many have passed
- * since the last one. A frame that came in a read of its own already followed
+ * and gives the event loop a turn (`eventLoopTurn`) before a slice that would
+ * make more than that many since the last one (never before the first). A frame that came in a read of its own already followed
  * a turn (the read), so a turn per pulled batch would only add a macrotask and
  * an async step per frame.
  * A fast upstream's bytes are already buffered, so without it a stream's
@@ -84,10 +84,12 @@ export class StreamRelay {
       Stream.mapConcat(slices),
       // One slice per output chunk, so what follows (encoding, the socket write) works in slices too.
       Stream.mapEffect((slice) => {
+        // The turn comes before a slice that would take the count past the limit, never before the
+        // stream's first: the first frames go out at once (time to first byte), the bound holds.
+        const turn = this.sinceTurn > 0 && this.sinceTurn + slice.length > FRAMES_PER_TURN
+        if (turn) this.sinceTurn = 0
         this.sinceTurn += slice.length
-        if (this.sinceTurn < FRAMES_PER_TURN) return Effect.succeed(this.pass(slice))
-        this.sinceTurn = 0
-        return Effect.map(eventLoopTurn, () => this.pass(slice))
+        return turn ? Effect.map(eventLoopTurn, () => this.pass(slice)) : Effect.succeed(this.pass(slice))
       }),
       Stream.flattenChunks,
       Stream.concat(Stream.suspend(() => (this.privacySent ? Stream.empty : Stream.fromEffect(this.closingChunk)))),
