@@ -5,8 +5,10 @@
  * and whether each holds. Targets, each in its own process in front of the
  * same fake upstream: the bare proxy; the gateway on PostgreSQL
  * (`DATABASE_URL`); the gateway on the embedded database; the gateway on
- * PostgreSQL with a no-op ledger (billed ÷ unbilled, one hot account). Then
- * the gateway's RSS with 1,000 slow streams open (bench/slowStreams.ts).
+ * PostgreSQL with a no-op ledger (billed ÷ unbilled, one hot account); and,
+ * on PostgreSQL, the gateway as shipped (`dist/main.js`) with one worker and
+ * with two, for JSON at 50 connections. Then the gateway's RSS with 1,000
+ * slow streams open (bench/slowStreams.ts).
  * Without `DATABASE_URL` the PostgreSQL rows say so and are skipped.
  * `BENCH_SMOKE=1`: one short round, and exit 1 only if a ratio is below half
  * its must-reach value (CI's guard against a gross regression, never noise).
@@ -14,6 +16,7 @@
 import type { ChildProcess } from "node:child_process"
 import { median, nextMessage } from "./children.ts"
 import type { Job, Result } from "./load.ts"
+import { startDistGateway } from "./distGateway.ts"
 import { slowStreamsRss } from "./slowStreams.ts"
 
 type Server = { readonly child: ChildProcess; readonly url: string; readonly key?: string }
@@ -68,7 +71,7 @@ export const targetsBench = async (
   ])
   const loader = spawnLoader()
   await nextMessage(loader, "ready")
-  const load = async (server: Server, body: string, concurrency: number, seconds: number) => {
+  const load = async (server: { readonly url: string; readonly key?: string }, body: string, concurrency: number, seconds: number) => {
     loader.send({ url: server.url, key: server.key, body, concurrency, seconds } satisfies Job)
     const result = await nextMessage<Result>(loader, "result")
     if (result.errors > 0) throw new Error(`${server.url}: ${result.errors} failed requests`)
@@ -108,7 +111,22 @@ export const targetsBench = async (
     t.ttfb.values.push((await load(gateway, bodies.stream, 1, options.latencySeconds)).firstByteP50 - firstBare.firstByteP50)
     console.log(`bench: round ${round}/${options.rounds} done`)
   }
-  for (const child of [bare, gateway, embedded, unbilled, upstream]) child?.child.send("stop")
+  for (const child of [gateway, embedded, unbilled]) child?.child.send("stop")
+
+  // The gateway as shipped with one worker and with two (issue 17: one process per core on
+  // PostgreSQL), in rounds of their own, so their background writes never overlap the rows above.
+  const shipped = onPostgres && !options.smoke
+    ? await Promise.all([startDistGateway(upstream.url, 1), startDistGateway(upstream.url, 2)])
+    : []
+  /** JSON at c50 of the shipped gateway with 1 and with 2 workers, as ratios to the bare proxy. */
+  const perWorkers = shipped.map((): Array<number> => [])
+  for (const server of shipped) await load(server, bodies.json, C, 1)
+  for (let round = 1; round <= (shipped.length > 0 ? options.rounds : 0); round++) {
+    const jsonBare = await load(bare, bodies.json, C, options.seconds)
+    for (const [i, server] of shipped.entries()) perWorkers[i]!.push((await load(server, bodies.json, C, options.seconds)).rps / jsonBare.rps)
+  }
+  await Promise.all(shipped.map((server) => server.stop()))
+  for (const child of [bare, upstream]) child.child.send("stop")
   loader.send("stop")
 
   const rss = target("RSS with 1,000 open slow streams", 400, 800, "lower", " MB")
@@ -133,7 +151,15 @@ export const targetsBench = async (
     ),
     "",
     `Medians of ${options.rounds} interleaved rounds (${options.seconds} s at ${C} connections, ${options.latencySeconds} s at 1); ` +
-      "added times are the gateway's p50 minus the bare proxy's in the same round."
+      "added times are the gateway's p50 minus the bare proxy's in the same round.",
+    ...(perWorkers.length === 0 ? [] : [
+      "",
+      "| the gateway as shipped (`dist/main.js`, PostgreSQL): JSON req/s, c50, ÷ bare | 1 worker | 2 workers |",
+      "|---|---:|---:|",
+      `| median (each round) | ${perWorkers.map((values) => `**${median(values).toFixed(2)}** (${values.map((x) => x.toFixed(2)).join(", ")})`).join(" | ")} |`,
+      "",
+      "Two workers share this machine's two cores with the load generator, the upstream and PostgreSQL."
+    ])
   ]
   console.log(lines.join("\n"))
   if (options.smoke) {
