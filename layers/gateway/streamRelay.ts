@@ -10,9 +10,10 @@
  *
  * Fairness: the relay passes at most `FRAMES_PER_TURN` chunks at a time
  * and gives the event loop a turn (`eventLoopTurn`) before a slice that would
- * make more than that many since the last one (never before the first). A frame that came in a read of its own already followed
- * a turn (the read), so a turn per pulled batch would only add a macrotask and
- * an async step per frame.
+ * make more than that many since the last one (never before the first). A
+ * frame that came in a read of its own already followed a turn (the read), so
+ * a turn per pulled batch would only add a macrotask and an async step per
+ * frame.
  * A fast upstream's bytes are already buffered, so without it a stream's
  * fiber would go from read to write on microtasks alone (the fiber scheduler
  * reaches the event loop only every few thousand of those), and one read of a

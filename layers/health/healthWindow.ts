@@ -78,12 +78,9 @@ export const makeWindow = (): RollingWindow => {
       return
     }
     if (isFallback(outcome)) fallbacks += sign
-    if (sign === 1) insertSorted(latencies, outcome.latencyMs)
-    else removeSorted(latencies, outcome.latencyMs)
-    if (outcome.ttftMs !== undefined) {
-      if (sign === 1) insertSorted(ttfts, outcome.ttftMs)
-      else removeSorted(ttfts, outcome.ttftMs)
-    }
+    const update = sign === 1 ? insertSorted : removeSorted
+    update(latencies, outcome.latencyMs)
+    if (outcome.ttftMs !== undefined) update(ttfts, outcome.ttftMs)
     const ms = generationMs(outcome)
     if (ms !== undefined) {
       tokens += sign * outcome.outputTokens!

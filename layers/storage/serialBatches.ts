@@ -26,11 +26,14 @@ export const makeSerialBatches = <I, O, E>(
     // A key is present while a batch of it is in flight; its array holds the next batch.
     const queued = new Map<string, Array<Waiting<I, O, E>>>()
 
+    /** Item `i`'s answer from its batch's exit: a batch that failed as a whole fails every item. */
+    const itemExit = (exit: Exit.Exit<ReadonlyArray<Exit.Exit<O, E>>>, i: number): Exit.Exit<O, E> =>
+      Exit.isSuccess(exit)
+        ? exit.value[i] ?? Exit.die(new Error("a batch answered fewer items than it was given"))
+        : Exit.die(Cause.squash(exit.cause))
+
     const answer = (batch: ReadonlyArray<Waiting<I, O, E>>, exit: Exit.Exit<ReadonlyArray<Exit.Exit<O, E>>>) =>
-      Effect.forEach(batch, ({ result }, i) =>
-        Exit.isSuccess(exit)
-          ? Deferred.done(result, exit.value[i] ?? Exit.die(new Error("a batch answered fewer items than it was given")))
-          : Deferred.failCause(result, Cause.die(Cause.squash(exit.cause))), { discard: true })
+      Effect.forEach(batch, ({ result }, i) => Deferred.done(result, itemExit(exit, i)), { discard: true })
 
     const drain = (key: string, first: Array<Waiting<I, O, E>>) =>
       Effect.gen(function*() {
@@ -51,9 +54,7 @@ export const makeSerialBatches = <I, O, E>(
         const next = queued.get(key)!.splice(0, maxBatch)
         if (next.length > 0) yield* FiberSet.run(fibers, drain(key, next))
         else queued.delete(key)
-        return yield* (Exit.isSuccess(exit)
-          ? exit.value[0] ?? Exit.die(new Error("a batch answered fewer items than it was given"))
-          : Exit.die(Cause.squash(exit.cause)))
+        return yield* itemExit(exit, 0)
       })
 
     return {
