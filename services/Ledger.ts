@@ -109,10 +109,10 @@ export class Ledger extends Context.Tag("svc/Ledger")<Ledger, {
   /** Frees a reservation without charging (the call failed). Releasing twice is harmless. */
   readonly release: (reservation: Reservation) => Effect.Effect<void>
   /**
-   * Restarts the lease of a reservation still open (its call is still running: the heartbeat), so
-   * the sweeper leaves it alone; a reservation that ended is left as it is.
+   * Restarts the leases of reservations still open (their calls are still running: the heartbeat),
+   * so the sweeper leaves them alone; a reservation that ended is left as it is.
    */
-  readonly renew: (reservation: Reservation) => Effect.Effect<void>
+  readonly renew: (reservations: ReadonlyArray<Reservation>) => Effect.Effect<void>
   /**
    * Releases reservations whose lease ran out (their process died), except those in `kept` (their
    * settlement is kept in this process's journal); returns how many.

@@ -128,10 +128,12 @@ const make = Effect.gen(function*() {
         return held === undefined ? Effect.void : Effect.asVoid(free(held, "call_failed"))
       }),
 
-    renew: (reservation) =>
+    renew: (reservations) =>
       Effect.map(Clock.currentTimeMillis, (now) => {
-        const held = bank.reservations.get(reservation.id)
-        if (held !== undefined && held.status === "open") held.expiresAt = now + leaseMs
+        for (const reservation of reservations) {
+          const held = bank.reservations.get(reservation.id)
+          if (held !== undefined && held.status === "open") held.expiresAt = now + leaseMs
+        }
       }),
 
     sweepExpired: (kept = []) => Effect.gen(function*() {

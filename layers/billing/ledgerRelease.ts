@@ -26,11 +26,12 @@ export const makeRelease = (sql: SqlClient.SqlClient, ids: typeof Ids.Service) =
            jsonb_build_object('amount_usd', amount_usd::text, 'reason', 'call_failed')
     FROM freed`.pipe(Effect.asVoid, Effect.orDie)
 
-/** Restarts an open reservation's lease from now (the heartbeat of a call still running). */
-export const makeRenew = (sql: SqlClient.SqlClient, lease: number) => (reservation: Reservation) =>
+/** Restarts the leases of open reservations from now (the heartbeat of this process's running calls). */
+export const makeRenew = (sql: SqlClient.SqlClient, lease: number) => (reservations: ReadonlyArray<Reservation>) =>
   sql`
     UPDATE reservations SET expires_at = now() + make_interval(secs => ${lease})
-    WHERE id = ${reservation.id} AND status = 'open'`.pipe(Effect.asVoid, Effect.orDie)
+    WHERE id IN (SELECT jsonb_array_elements_text(${JSON.stringify(reservations.map((held) => held.id))}::jsonb))
+      AND status = 'open'`.pipe(Effect.asVoid, Effect.orDie)
 
 /**
  * Releases every open reservation whose lease ran out, but those in `kept`, with an event each

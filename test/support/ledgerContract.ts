@@ -216,24 +216,25 @@ export const ledgerContract = (implementation: MoneyLayers) =>
         yield* ledger.release(other)
       }))
 
-    it.effect("a renewed lease is not swept until it runs out again; renewing an ended reservation does not reopen it", () =>
+    it.effect("renewed leases are not swept until they run out again; renewing an ended reservation does not reopen it", () =>
       Effect.gen(function*() {
         const ledger = yield* Ledger
         const account = yield* openAccount("1")
         const running = yield* ledger.reserve({ accountId: account.id, requestId: "req_r", amount: usd("0.2") })
         const failed = yield* ledger.reserve({ accountId: account.id, requestId: "req_s", amount: usd("0.1") })
+        const alsoRunning = yield* ledger.reserve({ accountId: account.id, requestId: "req_t", amount: usd("0.3") })
         yield* ledger.release(failed)
         yield* implementation.passLease
-        // The heartbeat of a call still running: the lease starts again from now.
-        yield* ledger.renew(running)
-        yield* ledger.renew(failed)
+        // The heartbeat of the calls still running, all in one renewal: their leases start again from now.
+        yield* ledger.renew([running, failed, alsoRunning])
         expect(yield* ledger.sweepExpired()).toBe(0)
-        expect(yield* balances(account.id)).toEqual({ balance: "1.000000000", reserved: "0.200000000" })
+        expect(yield* balances(account.id)).toEqual({ balance: "1.000000000", reserved: "0.500000000" })
         yield* implementation.passLease
-        expect(yield* ledger.sweepExpired()).toBe(1)
+        expect(yield* ledger.sweepExpired()).toBe(2)
         expect(yield* balances(account.id)).toEqual({ balance: "1.000000000", reserved: "0.000000000" })
         expect((yield* eventsOf(account.id, "payment.released")).map((event) => event.data.reason)).toEqual([
           "call_failed",
+          "lease_expired",
           "lease_expired"
         ])
       }))

@@ -143,7 +143,7 @@ export const recordingLedger = (available = usd(100)) => {
         })
       }),
     release: (reservation) => Effect.sync(() => void log.push(`release ${reservation.id}`)),
-    renew: (reservation) => Effect.sync(() => void log.push(`renew ${reservation.id}`)),
+    renew: (reservations) => Effect.sync(() => reservations.forEach((reservation) => log.push(`renew ${reservation.id}`))),
     sweepExpired: () => Effect.succeed(0),
     receipt: () => Effect.die("not used")
   }
