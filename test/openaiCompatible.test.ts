@@ -1,6 +1,6 @@
 /** The OpenAI-compatible plugin against a fake upstream over a real socket: pass-through, streams, embeddings, options and failures. */
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Deferred, Duration, Effect, Either, Exit, Scope, Stream } from "effect"
+import { Chunk, Deferred, Duration, Effect, Either, Exit, Fiber, Scope, Stream } from "effect"
 import { plugin } from "../plugins/providers/openaiCompatible/index.ts"
 import type { ProviderConfig } from "../services/Config.ts"
 import { decodeOptions } from "../services/Registry.ts"
@@ -250,6 +250,22 @@ describe("openai-compatible plugin", () => {
       const [elapsed] = yield* Effect.timed(Scope.close(scope, Exit.void))
       expect(Duration.toMillis(elapsed)).toBeLessThan(1_000)
       yield* waitForAborts(upstream, 1)
+    }))
+
+  it.scopedLive("aborts the upstream request when a JSON completion is interrupted, waiting for headers or mid-body", () =>
+    Effect.gen(function*() {
+      const { adapter, upstream } = yield* setup({ timeoutMs: 10_000 })
+      upstream.behave({ delayHeadersMs: 5_000 })
+      const waiting = yield* Effect.fork(adapter.complete(callWith()))
+      yield* Effect.sleep("100 millis")
+      yield* Fiber.interrupt(waiting)
+      yield* waitForAborts(upstream, 1)
+      // Half of the answer came and the rest never does.
+      upstream.behave({ hangAfterChunks: 0 })
+      const reading = yield* Effect.fork(adapter.complete(callWith()))
+      yield* Effect.sleep("100 millis")
+      yield* Fiber.interrupt(reading)
+      yield* waitForAborts(upstream, 2)
     }))
 
   it.scopedLive("reuses the connection across calls", () =>

@@ -47,19 +47,34 @@ export const retryAfterSeconds = (header: string | ReadonlyArray<string> | undef
   return Number.isFinite(seconds) ? Math.max(0, seconds) : undefined
 }
 
-/** A non-2xx answer as a failure. */
-export const statusFailure = (response: ResponseData) =>
-  Effect.all([Effect.promise(() => errorBodyKindOf(response.body)), Clock.currentTimeMillis]).pipe(
-    Effect.flatMap(([kind, nowMillis]) => {
-      const retryAfter = retryAfterSeconds(response.headers["retry-after"], nowMillis)
-      return new UpstreamFailure({
-        kind: "status",
-        status: response.statusCode,
-        detail: `upstream answered ${response.statusCode}${kind ? ` (${kind})` : ""}`,
-        ...(retryAfter !== undefined ? { retryAfterSeconds: retryAfter } : {})
-      })
+/** A non-2xx answer, as far as a failure tells it: its status, `Retry-After`, and what its body says. */
+interface StatusAnswer {
+  readonly status: number
+  readonly retryAfter: string | ReadonlyArray<string> | undefined
+  readonly kind: string
+}
+
+const statusAnswerOf = async (response: ResponseData): Promise<StatusAnswer> => ({
+  status: response.statusCode,
+  retryAfter: response.headers["retry-after"],
+  kind: await errorBodyKindOf(response.body)
+})
+
+/** A non-2xx answer as a failure (`Retry-After` read against the `Clock`). */
+const statusFailureOf = (answer: StatusAnswer) =>
+  Effect.flatMap(Clock.currentTimeMillis, (nowMillis) => {
+    const retryAfter = retryAfterSeconds(answer.retryAfter, nowMillis)
+    return new UpstreamFailure({
+      kind: "status",
+      status: answer.status,
+      detail: `upstream answered ${answer.status}${answer.kind ? ` (${answer.kind})` : ""}`,
+      ...(retryAfter !== undefined ? { retryAfterSeconds: retryAfter } : {})
     })
-  )
+  })
+
+/** A non-2xx answer as a failure. */
+const statusFailure = (response: ResponseData) =>
+  Effect.flatMap(Effect.promise(() => statusAnswerOf(response)), statusFailureOf)
 
 /** `baseUrl` split for undici: the origin, and the path prefix without a trailing slash. */
 export const baseUrlOf = (provider: ProviderConfig, plugin: string, fallback?: string) => {
@@ -101,8 +116,11 @@ export interface UpstreamHttp {
     body: unknown,
     headers: Record<string, string>
   ) => Effect.Effect<ResponseData, UpstreamFailure, Scope.Scope>
-  /** Reads a whole 2xx body as text. */
-  readonly text: (response: ResponseData) => Effect.Effect<string, UpstreamFailure>
+  /**
+   * POSTs JSON and reads the whole 2xx answer as text; fails as `post` does. Interrupted, it aborts
+   * the request. No scope: one promise from request to body, the cheaper way for a whole answer.
+   */
+  readonly postText: (path: string, body: unknown, headers: Record<string, string>) => Effect.Effect<string, UpstreamFailure>
 }
 
 /**
@@ -141,6 +159,18 @@ export const makeUpstreamHttp = (origin: string, timeoutMs: number): Effect.Effe
           if (response.statusCode < 200 || response.statusCode >= 300) return yield* statusFailure(response)
           return response
         }),
-      text: (response) => Effect.tryPromise({ try: () => response.body.text(), catch: failureOf })
+      postText: (path, body, headers) =>
+        Effect.flatMap(
+          Effect.tryPromise({
+            try: async (signal) => {
+              const response = await agent.request({ origin, path, method: "POST", headers, body: JSON.stringify(body), signal })
+              return response.statusCode >= 200 && response.statusCode < 300
+                ? await response.body.text()
+                : await statusAnswerOf(response)
+            },
+            catch: failureOf
+          }),
+          (answer) => (typeof answer === "string" ? Effect.succeed(answer) : statusFailureOf(answer))
+        )
     })
   )

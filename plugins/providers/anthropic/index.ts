@@ -43,16 +43,15 @@ const make = (provider: ProviderConfig, options: AnthropicOptions, env: Readonly
     const messagesPath = `${basePath}/messages`
 
     const complete: ProviderAdapter["complete"] = (call) =>
-      Effect.scoped(Effect.gen(function*() {
+      Effect.gen(function*() {
         const plan = yield* translated(() => planOf(call, false, options.defaultMaxTokens))
-        const response = yield* http.post(messagesPath, plan.body, jsonHeaders)
-        const text = yield* http.text(response)
+        const text = yield* http.postText(messagesPath, plan.body, jsonHeaders)
         const now = yield* nowSeconds
         return yield* Effect.try({
           try: () => completionOf(JSON.parse(text), call.upstreamModel, plan.answerTool, now),
           catch: protocolFailureOf
         })
-      }))
+      })
 
     const stream: ProviderAdapter["stream"] = (call) =>
       Effect.gen(function*() {

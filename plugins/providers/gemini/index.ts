@@ -59,15 +59,15 @@ const make = (provider: ProviderConfig, options: GeminiOptions, env: Readonly<Re
     const pathFor = (upstreamModel: string, method: string) => `${basePath}/${modelPathOf(upstreamModel)}:${method}`
     const post = (path: string, body: unknown, headers: Record<string, string>) =>
       Effect.mapError(http.post(path, body, headers), credentialFailure)
+    const postText = (path: string, body: unknown) => Effect.mapError(http.postText(path, body, jsonHeaders), credentialFailure)
 
     const complete: ProviderAdapter["complete"] = (call) =>
-      Effect.scoped(Effect.gen(function*() {
+      Effect.gen(function*() {
         const body = yield* translated(() => generateContentBody(call.request, options.safetySettings))
-        const response = yield* post(pathFor(call.upstreamModel, "generateContent"), body, jsonHeaders)
-        const text = yield* http.text(response)
+        const text = yield* postText(pathFor(call.upstreamModel, "generateContent"), body)
         const now = yield* nowSeconds
         return yield* Effect.try({ try: () => completionOf(JSON.parse(text), call.upstreamModel, now), catch: protocolFailureOf })
-      }))
+      })
 
     const stream: ProviderAdapter["stream"] = (call) =>
       Effect.gen(function*() {
@@ -77,11 +77,10 @@ const make = (provider: ProviderConfig, options: GeminiOptions, env: Readonly<Re
       })
 
     const embed: NonNullable<ProviderAdapter["embed"]> = (call) =>
-      Effect.scoped(Effect.gen(function*() {
-        const response = yield* post(pathFor(call.upstreamModel, "batchEmbedContents"), embeddingsBody(call, options.embeddingTaskType), jsonHeaders)
-        const text = yield* http.text(response)
+      Effect.gen(function*() {
+        const text = yield* postText(pathFor(call.upstreamModel, "batchEmbedContents"), embeddingsBody(call, options.embeddingTaskType))
         return yield* Effect.try({ try: () => embeddingsOf(JSON.parse(text), call.input), catch: protocolFailureOf })
-      }))
+      })
 
     return { complete, stream, embed } satisfies ProviderAdapter
   })

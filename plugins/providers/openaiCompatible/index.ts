@@ -56,12 +56,11 @@ const make = (
     const chatPath = `${basePath}/chat/completions`
 
     const complete: ProviderAdapter["complete"] = (call) =>
-      Effect.scoped(Effect.gen(function*() {
-        const response = yield* http.post(chatPath, chatBody(call, false), jsonHeaders)
-        const text = yield* http.text(response)
+      Effect.gen(function*() {
+        const text = yield* http.postText(chatPath, chatBody(call, false), jsonHeaders)
         const now = yield* nowSeconds
         return yield* Effect.try({ try: () => completionOf(JSON.parse(text), call.upstreamModel, now), catch: protocolFailureOf })
-      }))
+      })
 
     const stream: ProviderAdapter["stream"] = (call) =>
       Effect.gen(function*() {
@@ -71,11 +70,10 @@ const make = (
       })
 
     const embed: NonNullable<ProviderAdapter["embed"]> = (call) =>
-      Effect.scoped(Effect.gen(function*() {
-        const response = yield* http.post(`${basePath}/embeddings`, embeddingsBody(call), jsonHeaders)
-        const text = yield* http.text(response)
+      Effect.gen(function*() {
+        const text = yield* http.postText(`${basePath}/embeddings`, embeddingsBody(call), jsonHeaders)
         return yield* Effect.try({ try: () => embeddingsOf(JSON.parse(text), call.input.length), catch: protocolFailureOf })
-      }))
+      })
 
     return { complete, stream, embed } satisfies ProviderAdapter
   })
