@@ -70,4 +70,24 @@ describe("watchedPulls", () => {
       expect(items).toEqual([1, 2])
       expect(detailOf(exit)).toBe("reset [connection]")
     }))
+
+  it.scoped("gives what was read for an interrupted pull to the next pull, and skips empty reads", () =>
+    Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      let reads = 0
+      // An empty read (a keep-alive), then one item once the gate opens, then the end.
+      const gated = Effect.suspend(() => {
+        reads++
+        if (reads === 1) return Effect.succeed(Chunk.empty<number>())
+        if (reads === 2) return Effect.as(Deferred.await(gate), Chunk.of(7))
+        return Effect.fail(Option.none<UpstreamFailure>())
+      })
+      const pull = yield* Stream.toPull(watchedPulls(gated, 1_000_000, IDLE))
+      const first = yield* Effect.fork(pull)
+      yield* TestClock.adjust(IDLE / 2)
+      yield* Fiber.interrupt(first)
+      yield* Deferred.succeed(gate, undefined)
+      expect(Chunk.toReadonlyArray(yield* pull)).toEqual([7])
+      expect(yield* Effect.flip(pull)).toEqual(Option.none())
+    }))
 })

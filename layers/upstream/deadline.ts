@@ -8,7 +8,7 @@
  * and the caller's 504 / SSE error frame follow as for any timeout. Times
  * come from `Clock`.
  */
-import { Chunk, Clock, Effect, Exit, Option, Queue, Stream } from "effect"
+import { Chunk, Clock, Effect, Exit, Option, Stream } from "effect"
 import { UpstreamFailure } from "../../services/Providers.ts"
 
 /** When the call must be over (epoch ms, `Clock`), and the stream idle limit. */
@@ -50,9 +50,11 @@ export const withinAttempt = <A, E, R>(effect: Effect.Effect<A, E, R>, timeoutMs
  * came before.
  *
  * Per stream, one reader fiber pulls on demand and hands each result over, and one watchdog fiber
- * with one timer hands over a timeout instead when a wait runs too long. Per pull that is a demand
- * and a hand-off, no fiber: a race per pull (a timeout, or `Stream.interruptWhen`, which races every
- * pull against its signal) cost more than the rest of the stream (docs/performance.md).
+ * with one timer hands over a timeout instead when a wait runs too long. A hand-off is a callback
+ * resuming the waiting side (`Effect.async`), not a queue: per pull that is two resumes, no fiber,
+ * no race. A race per pull (a timeout, or `Stream.interruptWhen`, which races every pull against
+ * its signal) cost more than the rest of the stream, and queues more than the pull itself
+ * (docs/performance.md).
  */
 export const watchedPulls = <A>(
   pull: Effect.Effect<Chunk.Chunk<A>, Option.Option<UpstreamFailure>>,
@@ -62,23 +64,57 @@ export const watchedPulls = <A>(
   Stream.unwrapScoped(Effect.gen(function*() {
     const clock = yield* Effect.clock
     type Result = Exit.Exit<Chunk.Chunk<A>, Option.Option<UpstreamFailure>>
-    const demands = yield* Queue.unbounded<void>()
-    const results = yield* Queue.unbounded<Result>()
     /** When the wait under way started; undefined while nobody waits. */
     let waitingSince: number | undefined
+    /** Resumes the caller waiting for the next result; set while it waits. */
+    let waiter: ((result: Result) => void) | undefined
+    /** Resumes the reader parked until asked; set while it is parked. */
+    let wakeReader: (() => void) | undefined
+    /** Asked while the reader was not parked yet: it reads again at once. */
+    let asked = false
+    /** A result read for a caller that stopped waiting (its pull was interrupted): the next pull takes it. */
+    let unclaimed: Result | undefined
     /** The timeout the watchdog handed over: every later pull fails with it too. */
     let expired: Result | undefined
 
-    const reader = Queue.take(demands).pipe(
-      Effect.zipRight(Effect.exit(Effect.repeat(pull, { until: Chunk.isNonEmpty }))),
-      Effect.flatMap((result) => Effect.as(Queue.offer(results, result), Exit.isSuccess(result))),
-      Effect.repeat({ while: (more) => more })
+    const handOver = (result: Result) => {
+      const resume = waiter
+      waiter = undefined
+      waitingSince = undefined
+      if (resume === undefined) unclaimed = result
+      else resume(result)
+    }
+    const ask = () => {
+      if (wakeReader === undefined) return void (asked = true)
+      const wake = wakeReader
+      wakeReader = undefined
+      wake()
+    }
+
+    const untilContent: Effect.Effect<Chunk.Chunk<A>, Option.Option<UpstreamFailure>> = Effect.flatMap(
+      pull,
+      (chunk) => (Chunk.isNonEmpty(chunk) ? Effect.succeed(chunk) : untilContent)
+    )
+    const parked = Effect.async<void>((resume) => {
+      if (asked) {
+        asked = false
+        return resume(Effect.void)
+      }
+      wakeReader = () => resume(Effect.void)
+    })
+    // Reads on demand until the pull ends or fails; a result that comes after the timeout is never taken.
+    const reader: Effect.Effect<void> = Effect.zipRight(
+      parked,
+      Effect.flatMap(Effect.exit(untilContent), (result) => {
+        handOver(result)
+        return Exit.isSuccess(result) ? reader : Effect.void
+      })
     )
 
     const expire = (failure: UpstreamFailure) =>
-      Effect.suspend(() => {
+      Effect.sync(() => {
         expired = Exit.fail(Option.some(failure))
-        return Queue.offer(results, expired)
+        if (waiter !== undefined) handOver(expired)
       })
     const watchdog: Effect.Effect<void> = Effect.suspend(() => {
       const now = clock.unsafeCurrentTimeMillis()
@@ -99,16 +135,23 @@ export const watchedPulls = <A>(
 
     const watched: Effect.Effect<Chunk.Chunk<A>, Option.Option<UpstreamFailure>> = Effect.suspend(() => {
       if (expired !== undefined) return expired
+      if (unclaimed !== undefined) {
+        const result = unclaimed
+        unclaimed = undefined
+        return result
+      }
       const now = clock.unsafeCurrentTimeMillis()
       if (now >= endAt) return Effect.fail(Option.some(timedOut("the attempt ran out of time", endAt - now)))
-      waitingSince = now
-      return Queue.offer(demands, undefined).pipe(
-        Effect.zipRight(Queue.take(results)),
-        Effect.flatMap((result) => {
+      return Effect.flatten(Effect.async<Result>((resume) => {
+        waitingSince = now
+        waiter = (result) => resume(Effect.succeed(result))
+        ask()
+        // The caller gave up (its stream was closed): nobody waits any more.
+        return Effect.sync(() => {
+          waiter = undefined
           waitingSince = undefined
-          return result
         })
-      )
+      }))
     })
     return Stream.repeatEffectChunkOption(watched)
   }))
