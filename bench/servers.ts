@@ -113,10 +113,12 @@ const startBenchGateway = async (upstreamBaseUrl: string, variant?: Variant) => 
 
 const main = async () => {
   const [role, upstreamBaseUrl = ""] = process.argv.slice(2)
-  const server = role === "upstream" || role === "upstream-slow"
+  const server = role === "upstream" || role === "upstream-slow" || role === "upstream-paced"
     ? await startFakeOpenAi().then((fake) => {
       // A frame a second: streams that stay open (bench/slowStreams.ts).
       if (role === "upstream-slow") fake.behave({ chunkDelayMs: 1000 })
+      // A frame a millisecond: each frame comes in a read of its own, as tokens do (bench/stages.ts).
+      if (role === "upstream-paced") fake.behave({ chunkDelayMs: 1 })
       return { ...fake, url: fake.baseUrl, key: undefined }
     })
     : role === "proxy"

@@ -46,15 +46,27 @@ const profiling = (() => {
 const RUNS = Number(process.env.BENCH_STAGE_RUNS ?? 2000)
 const PROMPT = "Please say hello to the benchmark in a few short words and then stop, because this is only a test"
 
+/** A fake upstream in a process of its own (bench/servers.ts `role`), and its base URL. */
+const startUpstream = async (role: string) => {
+  const child = fork(fileURLToPath(new URL("./servers.ts", import.meta.url)), [role], { execArgv: ["--import", "tsx"] })
+  const url = await new Promise<string>((resolve) => child.on("message", (m: any) => m.ready && resolve(m.ready.url)))
+  return { child, url }
+}
+
 export const stagesBench = async () => {
-  const upstreamProcess = fork(fileURLToPath(new URL("./servers.ts", import.meta.url)), ["upstream"], { execArgv: ["--import", "tsx"] })
-  const upstreamUrl = await new Promise<string>((resolve) => upstreamProcess.on("message", (m: any) => m.ready && resolve(m.ready.url)))
+  const { child: upstreamProcess, url: upstreamUrl } = await startUpstream("upstream")
+  const paced = await startUpstream("upstream-paced")
   const gateway = await startGateway({
     database: process.env.DATABASE_URL ? await freshDatabase() : undefined,
     scanResponses: false,
     config: {
-      models: [{ id: "svc/bench", context: 128000, pricing: { input: "0.50", output: "1.50" }, modalities: ["text"], capabilities: ["chat", "streaming"] }],
-      providers: [{ id: "bench-upstream", plugin: "openai-compatible", baseUrl: upstreamUrl, deployments: [{ model: "svc/bench", upstreamModel: "bench-large", cost: { input: "0.40", output: "1.20" } }] }]
+      models: ["svc/bench", "svc/bench-paced"].map((id) => ({
+        id, context: 128000, pricing: { input: "0.50", output: "1.50" }, modalities: ["text"], capabilities: ["chat", "streaming"]
+      })),
+      providers: [
+        { id: "bench-upstream", plugin: "openai-compatible", baseUrl: upstreamUrl, deployments: [{ model: "svc/bench", upstreamModel: "bench-large", cost: { input: "0.40", output: "1.20" } }] },
+        { id: "bench-paced", plugin: "openai-compatible", baseUrl: paced.url, deployments: [{ model: "svc/bench-paced", upstreamModel: "bench-large", cost: { input: "0.40", output: "1.20" } }] }
+      ]
     }
   })
   const { key } = await gateway.account({ credit: "1000000" })
@@ -63,21 +75,21 @@ export const stagesBench = async () => {
   const decode = Schema.decodeUnknown(ChatRequest)
 
   const rows: Array<string> = []
-  /** Runs `once` RUNS times after a warm-up; CPU and wall time per run in µs. */
-  const measure = async (name: string, once: Effect.Effect<unknown, unknown, any>) => {
+  /** Runs `once` `runs` times after a warm-up; CPU and wall time per run in µs. */
+  const measure = async (name: string, once: Effect.Effect<unknown, unknown, any>, runs = RUNS) => {
     // As the chat lane runs a call: traces off (they are exported only when the app serves every call).
     const loop = (n: number) =>
       Effect.withTracerEnabled(Effect.forEach(Array.from({ length: n }), () => Effect.scoped(once), { discard: true }), false)
-    await gateway.run(loop(Math.min(200, RUNS)) as any)
+    await gateway.run(loop(Math.min(200, runs)) as any)
     const cpu = process.cpuUsage()
     const t0 = performance.now()
     const profiled = process.env.BENCH_STAGE_PROF !== undefined && name.includes(process.env.BENCH_STAGE_PROF)
     if (profiled) await profiling.start()
-    await gateway.run(loop(RUNS) as any)
+    await gateway.run(loop(runs) as any)
     if (profiled) await profiling.stop(`${process.env.BENCH_STAGE_PROF_FILE ?? "stage"}.cpuprofile`)
-    const wall = (performance.now() - t0) * 1000 / RUNS
+    const wall = (performance.now() - t0) * 1000 / runs
     const used = process.cpuUsage(cpu)
-    rows.push(`| ${name} | ${((used.user + used.system) / RUNS).toFixed(0)} | ${wall.toFixed(0)} |`)
+    rows.push(`| ${name} | ${((used.user + used.system) / runs).toFixed(0)} | ${wall.toFixed(0)} |`)
   }
 
   const setup = await gateway.run(Effect.gen(function*() {
@@ -86,7 +98,9 @@ export const stagesBench = async () => {
     const request = yield* decode(JSON.parse(text))
     const call = yield* Effect.scoped((yield* Admission).chat(request, principal))
     const route = yield* (yield* RoutePlanner).plan(call)
-    return { keys, principal, request, call, route }
+    const pacedCall = yield* Effect.scoped((yield* Admission).chat({ ...request, model: "svc/bench-paced" }, principal))
+    const pacedRoute = yield* (yield* RoutePlanner).plan(pacedCall)
+    return { keys, principal, request, call, route, pacedRoute }
   }) as any) as any
 
   await measure("body: JSON shape rules, parse, schema decode", Effect.flatMap(checkedJson(text, limits), decode))
@@ -97,6 +111,9 @@ export const stagesBench = async () => {
   await measure("upstream call (JSON, keep-alive)", Effect.flatMap(Upstream, (u) => u.complete(setup.route.targets, setup.request)))
   await measure("upstream call (streamed, 20 frames, read to the end)", Effect.flatMap(Upstream, (u) =>
     Effect.flatMap(u.stream(setup.route.targets, { ...setup.request, stream: true }), (answered) => Stream.runDrain(answered.value))))
+  await measure("upstream call (streamed, 20 frames, each in a read of its own)", Effect.flatMap(Upstream, (u) =>
+    Effect.flatMap(u.stream(setup.pacedRoute.targets, { ...setup.request, model: "svc/bench-paced", stream: true }), (answered) => Stream.runDrain(answered.value))),
+    Math.max(20, Math.round(RUNS / 10)))
   await measure("call record (kept for the next flush)", Effect.flatMap(CallStats, (s) => s.record({
     requestId: "req_bench", accountId: setup.principal.accountId, keyId: setup.principal.keyId, endpoint: "/v1/chat/completions",
     status: 200, code: undefined, latencyMs: 1, ttftMs: undefined, inputTokens: 20, outputTokens: 20, spend: 1000n, endedAt: Date.now()
@@ -107,7 +124,7 @@ export const stagesBench = async () => {
 
   console.log([
     "",
-    `| stage (run alone, ${RUNS} times, one after another) | CPU µs | wall µs |`,
+    `| stage (run alone, ${RUNS} times, one after another; the paced stream a tenth of that) | CPU µs | wall µs |`,
     "|---|---:|---:|",
     ...rows,
     "",
@@ -115,5 +132,6 @@ export const stagesBench = async () => {
   ].join("\n"))
   await gateway.close()
   upstreamProcess.kill()
+  paced.child.kill()
 }
 
