@@ -3,7 +3,8 @@
  * test clock: a pull that brings nothing for the idle limit fails as a
  * timeout, so does one still waiting at the attempt's end, and time the
  * caller spends between pulls (reading slowly) never counts as idle; a
- * pull's own failure comes through after the items before it.
+ * pull's own failure comes through after the items before it; a chunk read
+ * before the first pull comes out first, whatever the clock.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Chunk, Deferred, Effect, Exit, Fiber, Option, Stream, TestClock } from "effect"
@@ -69,6 +70,20 @@ describe("watchedPulls", () => {
       const exit = yield* Effect.exit(Stream.runForEach(watchedPulls(failing, 1_000_000, IDLE), (n) => Effect.sync(() => void items.push(n))))
       expect(items).toEqual([1, 2])
       expect(detailOf(exit)).toBe("reset [connection]")
+    }))
+
+  it.effect("hands out the chunk read before its first pull at once, however late, then watches the pulls", () =>
+    Effect.gen(function*() {
+      const pulled: Array<number> = []
+      const items = watchedPulls(quickPulls(2), 300, IDLE, Chunk.make(10, 11))
+      // Past the attempt's end before the stream is read: the chunk read before still comes, the pulls time out.
+      yield* TestClock.adjust(300)
+      const exit = yield* Effect.exit(Stream.runForEach(items, (n) => Effect.sync(() => void pulled.push(n))))
+      expect(pulled).toEqual([10, 11])
+      expect(detailOf(exit)).toMatch(/^the attempt ran out of time .*\[timeout\]$/)
+      const ended: Array<number> = []
+      yield* Stream.runForEach(watchedPulls(quickPulls(2), 1_000_000, IDLE, Chunk.make(10)), (n) => Effect.sync(() => void ended.push(n)))
+      expect(ended).toEqual([10, 1, 0])
     }))
 
   it.scoped("gives what was read for an interrupted pull to the next pull, and skips empty reads", () =>

@@ -44,10 +44,10 @@ export const withinAttempt = <A, E, R>(effect: Effect.Effect<A, E, R>, timeoutMs
   Effect.flatMap(attemptEnd(timeoutMs, deadline), (endAt) => endingBy(effect, endAt))
 
 /**
- * The pulls of a stream after its first chunk, each of which must bring a chunk with content (empty
- * pulls — bytes that made no chunk, keep-alives — are not activity) within the idle limit and the
- * attempt's end. Only time spent waiting on a pull counts, never time the caller took to read what
- * came before.
+ * A stream's chunk already read (`first`, handed out before any pull), then its pulls, each of
+ * which must bring a chunk with content (empty pulls — bytes that made no chunk, keep-alives — are
+ * not activity) within the idle limit and the attempt's end. Only time spent waiting on a pull
+ * counts, never time the caller took to read what came before.
  *
  * Per stream, one reader fiber pulls on demand and hands each result over, and one watchdog fiber
  * with one timer hands over a timeout instead when a wait runs too long. A hand-off is a callback
@@ -59,7 +59,8 @@ export const withinAttempt = <A, E, R>(effect: Effect.Effect<A, E, R>, timeoutMs
 export const watchedPulls = <A>(
   pull: Effect.Effect<Chunk.Chunk<A>, Option.Option<UpstreamFailure>>,
   endAt: number,
-  idleMs: number
+  idleMs: number,
+  first: Chunk.Chunk<A> = Chunk.empty()
 ): Stream.Stream<A, UpstreamFailure> =>
   Stream.unwrapScoped(Effect.gen(function*() {
     const clock = yield* Effect.clock
@@ -72,8 +73,11 @@ export const watchedPulls = <A>(
     let wakeReader: (() => void) | undefined
     /** Asked while the reader was not parked yet: it reads again at once. */
     let asked = false
-    /** A result read for a caller that stopped waiting (its pull was interrupted): the next pull takes it. */
-    let unclaimed: Result | undefined
+    /**
+     * A result nobody has taken yet: the chunk read before (one stream stage less than concatenating
+     * it in front), or one read for a caller that stopped waiting (its pull was interrupted).
+     */
+    let unclaimed: Result | undefined = Chunk.isNonEmpty(first) ? Exit.succeed(first) : undefined
     /** The timeout the watchdog handed over: every later pull fails with it too. */
     let expired: Result | undefined
 

@@ -28,10 +28,7 @@ export const openStream = (request: ChatRequest, parent: Scope.Scope, deadline: 
         return { first, pull }
       })
       const { first, pull } = yield* endingBy(opened, endAt)
-      return Stream.concat(
-        Stream.fromChunk(first),
-        watchedPulls(pull, endAt, deadline.streamIdleMs)
-      )
+      return watchedPulls(pull, endAt, deadline.streamIdleMs, first)
     }).pipe(
       Scope.extend(scope),
       Effect.onError(() => Scope.close(scope, Exit.void))
