@@ -146,16 +146,17 @@ export const watchedPulls = <A>(
       }
       const now = clock.unsafeCurrentTimeMillis()
       if (now >= endAt) return Effect.fail(Option.some(timedOut("the attempt ran out of time", endAt - now)))
-      return Effect.flatten(Effect.async<Result>((resume) => {
+      // The result, an `Exit`, is itself the effect the waiting pull resumes with.
+      return Effect.async<Chunk.Chunk<A>, Option.Option<UpstreamFailure>>((resume) => {
         waitingSince = now
-        waiter = (result) => resume(Effect.succeed(result))
+        waiter = resume
         ask()
         // The caller gave up (its stream was closed): nobody waits any more.
         return Effect.sync(() => {
           waiter = undefined
           waitingSince = undefined
         })
-      }))
+      })
     })
     return Stream.repeatEffectChunkOption(watched)
   }))
