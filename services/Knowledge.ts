@@ -18,6 +18,14 @@ export const MAX_DOCUMENT_CHARACTERS = 200_000
 export const MAX_DOCUMENT_TITLE = 300
 
 export class Knowledge extends Context.Tag("svc/Knowledge")<Knowledge, {
+  /**
+   * What `ingest` refuses before it spends anything (a class embeddings cannot serve, a document
+   * with no text), so an agent's inline knowledge is checked whole before the agent is stored.
+   */
+  readonly check: (
+    agent: Pick<Agent, "routing">,
+    document: { readonly text: string }
+  ) => Effect.Effect<ReadonlyArray<string>, InvalidRequest | PrivacyClassUnavailable>
   /** Chunks, embeds (billed to `principal`) and stores a document of `agent`. */
   readonly ingest: (
     principal: Principal,

@@ -1,8 +1,10 @@
 /**
  * Creating an agent as `POST /v1/agents` does: the preset checked against the
  * catalogue, the agent stored, then its inline knowledge ingested, document
- * by document. If a document cannot be ingested (its hold refused, the
- * upstream failing), the agent is deleted again and the call fails: an agent
+ * by document. Every document is checked first (Knowledge.check), so bad
+ * input is refused before anything is written. If a document cannot be
+ * ingested after that (its hold refused, the upstream failing), the agent is
+ * deleted again and the call fails: an agent
  * exists with all the knowledge it was created with or not at all. Documents
  * embedded before the failure stay billed, as their receipts say.
  */
@@ -10,6 +12,8 @@ import { Effect } from "effect"
 import { AgentPresets } from "../../services/AgentPresets.ts"
 import { Agents, DEFAULT_CONVERSATION_CAP, type AgentRouting } from "../../services/Agents.ts"
 import type { Principal } from "../../services/ApiKeys.ts"
+import { InvalidRequest } from "../../services/ApiError.ts"
+import { fieldIn } from "../../services/fieldPath.ts"
 import { Knowledge } from "../../services/Knowledge.ts"
 
 /** The embeddings model an agent gets when it names none. */
@@ -34,6 +38,11 @@ export const createAgent = (principal: Principal & { readonly accountId: string 
     const routing = request.routing ?? DEFAULT_ROUTING
     const embeddingModel = request.embeddingModel ?? DEFAULT_EMBEDDING_MODEL
     yield* (yield* AgentPresets).check(routing, embeddingModel)
+    yield* Effect.forEach(request.knowledge ?? [], (document, index) =>
+      knowledge.check({ routing }, document).pipe(
+        Effect.catchTag("InvalidRequest", (refused) =>
+          Effect.fail(new InvalidRequest({ message: refused.message, param: fieldIn(`knowledge[${index}]`, refused.param ?? "") })))
+      ), { discard: true })
     const agent = yield* agents.create(principal.accountId, {
       name: request.name,
       instructions: request.instructions,

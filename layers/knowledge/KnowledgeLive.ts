@@ -11,7 +11,7 @@
  * `allowFallbackToLowerClass`) is refused with 422 rather than embedded below its class.
  */
 import { Effect, Layer } from "effect"
-import { Agents } from "../../services/Agents.ts"
+import { type Agent, Agents } from "../../services/Agents.ts"
 import { InvalidRequest, PrivacyClassUnavailable } from "../../services/ApiError.ts"
 import { EmbeddingsGateway } from "../../services/EmbeddingsGateway.ts"
 import { Knowledge } from "../../services/Knowledge.ts"
@@ -22,22 +22,32 @@ export const KnowledgeLive = Layer.effect(
   Effect.gen(function*() {
     const agents = yield* Agents
     const embeddings = yield* EmbeddingsGateway
+    /** The document's chunks, or why it is refused before anything is spent. */
+    const check = (
+      agent: Pick<Agent, "routing">,
+      document: { readonly text: string }
+    ) =>
+      Effect.gen(function*() {
+        const privacy = agent.routing.privacy
+        if (
+          privacy?.class !== undefined && privacy.class !== "standard_route" &&
+          privacy.bestAvailable !== true && privacy.allowFallbackToLowerClass !== true
+        ) {
+          return yield* new PrivacyClassUnavailable({
+            message: `Knowledge is embedded at standard_route only; this agent requires ${privacy.class}. ` +
+              "Set routing.privacy.allowFallbackToLowerClass to embed its documents at standard_route.",
+            param: "routing.privacy.class"
+          })
+        }
+        const chunks = chunkText(document.text)
+        if (chunks.length === 0) return yield* new InvalidRequest({ message: "The document has no text.", param: "text" })
+        return chunks
+      })
     return Knowledge.of({
+      check,
       ingest: (principal, agent, { text, title }) =>
         Effect.gen(function*() {
-          const privacy = agent.routing.privacy
-          if (
-            privacy?.class !== undefined && privacy.class !== "standard_route" &&
-            privacy.bestAvailable !== true && privacy.allowFallbackToLowerClass !== true
-          ) {
-            return yield* new PrivacyClassUnavailable({
-              message: `Knowledge is embedded at standard_route only; this agent requires ${privacy.class}. ` +
-                "Set routing.privacy.allowFallbackToLowerClass to embed its documents at standard_route.",
-              param: "routing.privacy.class"
-            })
-          }
-          const chunks = chunkText(text)
-          if (chunks.length === 0) return yield* new InvalidRequest({ message: "The document has no text.", param: "text" })
+          const chunks = yield* check(agent, { text })
           const { receipt, response } = yield* embeddings.embed({ model: agent.embeddingModel, input: chunks }, principal)
           const document = yield* agents.addDocument(
             agent.accountId,
