@@ -6,8 +6,9 @@
  * Deadlines (deadline.ts): opening must end by the attempt's end; every later
  * pull within the idle limit and the attempt's end, under one watchdog.
  */
-import { Chunk, Effect, ExecutionStrategy, Exit, Option, Scope, Stream } from "effect"
+import { Chunk, Effect, ExecutionStrategy, Exit, Option, Scope } from "effect"
 import type { ChatChunk, ChatRequest } from "../../services/Chat.ts"
+import { pullOf } from "../../services/pulledStream.ts"
 import type { Target } from "../../services/RoutePlanner.ts"
 import { attemptEnd, type CallDeadline, endingBy, watchedPulls } from "./deadline.ts"
 
@@ -17,7 +18,7 @@ export const openStream = (request: ChatRequest, parent: Scope.Scope, deadline: 
       const endAt = yield* attemptEnd(deployment.provider.timeoutMs, deadline)
       const opened = Effect.gen(function*() {
         const chunks = yield* deployment.adapter.stream({ request, upstreamModel: deployment.upstreamModel })
-        const pull = yield* Stream.toPull(chunks)
+        const pull = yield* pullOf(chunks)
         const first = yield* pull.pipe(
           Effect.repeat({ until: (chunk) => Chunk.isNonEmpty(chunk) }),
           Effect.catchAll(Option.match({

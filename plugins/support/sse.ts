@@ -16,8 +16,9 @@
  */
 import type { Readable } from "node:stream"
 import { createParser } from "eventsource-parser"
-import { Chunk, Effect, Option, Stream } from "effect"
+import { Chunk, Effect, Option, type Stream } from "effect"
 import type { UpstreamFailure } from "../../services/Providers.ts"
+import { pulledStream } from "../../services/pulledStream.ts"
 import { protocolFailure, protocolFailureOf } from "./json.ts"
 import { failureOf } from "./upstreamHttp.ts"
 
@@ -63,77 +64,77 @@ export const sseStream = <A>(
     /** Without an explicit end (Gemini), the body's end completes the stream. */
     readonly endMarker: boolean
   }
-): Stream.Stream<A, UpstreamFailure> =>
-  Stream.suspend(() => {
-    const iterator = body[Symbol.asyncIterator]()
-    const decoder = new TextDecoder()
-    let events: Array<SseEvent> = []
-    /** The upstream said the answer is complete. */
-    let done = false
-    /** Nothing more comes: the body ended, or was drained after `done`. */
-    let over = false
-    let tooLarge: string | undefined
-    /** A failure met while translating a read: raised after the items translated before it. */
-    let broken: UpstreamFailure | undefined
-    const parser = createParser({
-      maxBufferSize: MAX_EVENT_CHARS,
-      onEvent: (event) => void events.push({ event: event.event ?? "message", data: event.data, id: event.id }),
-      onError: (error) => {
-        if (error.type === "max-buffer-size-exceeded") tooLarge = "upstream sent an event over 10 MiB"
-      }
-    })
-
-    /** The items one read brings, in one synchronous pass. */
-    const feed = (bytes: Uint8Array): Array<A> => {
-      parser.feed(decoder.decode(bytes, { stream: true }))
-      const out: Array<A> = []
-      try {
-        for (const event of events) {
-          const translation = translate(event)
-          for (const item of translation.out) out.push(item)
-          if (translation.done) {
-            done = true
-            break
-          }
-        }
-      } catch (error) {
-        broken = protocolFailureOf(error)
-      } finally {
-        events = []
-      }
-      if (tooLarge !== undefined && !done) broken ??= protocolFailure(tooLarge)
-      return out
+): Stream.Stream<A, UpstreamFailure> => {
+  // Made at once, not per run: a body is read once, and the watchdog takes the pull itself (pulledStream.ts).
+  const iterator = body[Symbol.asyncIterator]()
+  const decoder = new TextDecoder()
+  let events: Array<SseEvent> = []
+  /** The upstream said the answer is complete. */
+  let done = false
+  /** Nothing more comes: the body ended, or was drained after `done`. */
+  let over = false
+  let tooLarge: string | undefined
+  /** A failure met while translating a read: raised after the items translated before it. */
+  let broken: UpstreamFailure | undefined
+  const parser = createParser({
+    maxBufferSize: MAX_EVENT_CHARS,
+    onEvent: (event) => void events.push({ event: event.event ?? "message", data: event.data, id: event.id }),
+    onError: (error) => {
+      if (error.type === "max-buffer-size-exceeded") tooLarge = "upstream sent an event over 10 MiB"
     }
-
-    /** How the stream ends once nothing more comes: complete, or failed. */
-    const end = Effect.suspend(() =>
-      Effect.fail(
-        broken !== undefined
-          ? Option.some(broken)
-          : done || !options.endMarker
-          ? Option.none()
-          : Option.some(protocolFailure("upstream stream ended before its end"))
-      )
-    )
-
-    const pull: Effect.Effect<Chunk.Chunk<A>, Option.Option<UpstreamFailure>> = Effect.suspend(() => {
-      if (over || broken !== undefined) return end
-      if (done) {
-        over = true
-        return Effect.zipRight(Effect.promise(() => drainRest(iterator)), end)
-      }
-      return Effect.tryPromise({ try: () => iterator.next(), catch: (error) => Option.some(failureOf(error)) }).pipe(
-        Effect.flatMap((read) => {
-          if (read.done) {
-            over = true
-            return end
-          }
-          // A read that broke still delivers the items before the break; the next pull raises it.
-          return Effect.succeed(Chunk.unsafeFromArray(feed(read.value as Uint8Array)))
-        })
-      )
-    })
-
-    // Destroyed however the stream ends: a body abandoned mid-way frees its connection at once.
-    return Stream.repeatEffectChunkOption(pull).pipe(Stream.ensuring(Effect.sync(() => body.destroy())))
   })
+
+  /** The items one read brings, in one synchronous pass. */
+  const feed = (bytes: Uint8Array): Array<A> => {
+    parser.feed(decoder.decode(bytes, { stream: true }))
+    const out: Array<A> = []
+    try {
+      for (const event of events) {
+        const translation = translate(event)
+        for (const item of translation.out) out.push(item)
+        if (translation.done) {
+          done = true
+          break
+        }
+      }
+    } catch (error) {
+      broken = protocolFailureOf(error)
+    } finally {
+      events = []
+    }
+    if (tooLarge !== undefined && !done) broken ??= protocolFailure(tooLarge)
+    return out
+  }
+
+  /** How the stream ends once nothing more comes: complete, or failed. */
+  const end = Effect.suspend(() =>
+    Effect.fail(
+      broken !== undefined
+        ? Option.some(broken)
+        : done || !options.endMarker
+        ? Option.none()
+        : Option.some(protocolFailure("upstream stream ended before its end"))
+    )
+  )
+
+  const pull: Effect.Effect<Chunk.Chunk<A>, Option.Option<UpstreamFailure>> = Effect.suspend(() => {
+    if (over || broken !== undefined) return end
+    if (done) {
+      over = true
+      return Effect.zipRight(Effect.promise(() => drainRest(iterator)), end)
+    }
+    return Effect.tryPromise({ try: () => iterator.next(), catch: (error) => Option.some(failureOf(error)) }).pipe(
+      Effect.flatMap((read) => {
+        if (read.done) {
+          over = true
+          return end
+        }
+        // A read that broke still delivers the items before the break; the next pull raises it.
+        return Effect.succeed(Chunk.unsafeFromArray(feed(read.value as Uint8Array)))
+      })
+    )
+  })
+
+  // Destroyed however the stream ends: a body abandoned mid-way frees its connection at once.
+  return pulledStream(pull, Effect.sync(() => body.destroy()))
+}
