@@ -19,6 +19,7 @@ import { Billing } from "../services/Billing.ts"
 import { CallStats } from "../services/CallStats.ts"
 import { ChatRequest } from "../services/Chat.ts"
 import { ChatGateway } from "../services/ChatGateway.ts"
+import { forEachChunk } from "../services/pulledStream.ts"
 import { RoutePlanner } from "../services/RoutePlanner.ts"
 import { Upstream } from "../services/Upstream.ts"
 import { checkedJson } from "../src/http/checkedJson.ts"
@@ -103,6 +104,8 @@ export const stagesBench = async () => {
     return { keys, principal, request, call, route, pacedRoute }
   }) as any) as any
 
+  // Streams are read as the chat lane writes an answer: a plain loop over the pull (services/pulledStream.ts).
+  const drained = (stream: Stream.Stream<unknown, unknown>) => forEachChunk(stream, () => Effect.void)
   await measure("body: JSON shape rules, parse, schema decode", Effect.flatMap(checkedJson(text, limits), decode))
   await measure("key and scope (kept in memory)", principalOf(setup.keys, ["chat"], `Bearer ${key}`))
   await measure("admission: token count, privacy ask, rate limit", Effect.flatMap(Admission, (a) => a.chat(setup.request, setup.principal)))
@@ -110,9 +113,9 @@ export const stagesBench = async () => {
   await measure("hold, then release (two statements)", Effect.flatMap(Billing, (b) => b.withHold(setup.principal, setup.route.amount, () => Effect.void)))
   await measure("upstream call (JSON, keep-alive)", Effect.flatMap(Upstream, (u) => u.complete(setup.route.targets, setup.request)))
   await measure("upstream call (streamed, 20 frames, read to the end)", Effect.flatMap(Upstream, (u) =>
-    Effect.flatMap(u.stream(setup.route.targets, { ...setup.request, stream: true }), (answered) => Stream.runDrain(answered.value))))
+    Effect.flatMap(u.stream(setup.route.targets, { ...setup.request, stream: true }), (answered) => drained(answered.value))))
   await measure("upstream call (streamed, 20 frames, each in a read of its own)", Effect.flatMap(Upstream, (u) =>
-    Effect.flatMap(u.stream(setup.pacedRoute.targets, { ...setup.request, model: "svc/bench-paced", stream: true }), (answered) => Stream.runDrain(answered.value))),
+    Effect.flatMap(u.stream(setup.pacedRoute.targets, { ...setup.request, model: "svc/bench-paced", stream: true }), (answered) => drained(answered.value))),
     Math.max(20, Math.round(RUNS / 10)))
   await measure("call record (kept for the next flush)", Effect.flatMap(CallStats, (s) => s.record({
     requestId: "req_bench", accountId: setup.principal.accountId, keyId: setup.principal.keyId, endpoint: "/v1/chat/completions",
@@ -120,9 +123,9 @@ export const stagesBench = async () => {
   } as any)))
   await measure("**whole call, JSON** (pipeline: admission to settlement, no HTTP)", Effect.flatMap(ChatGateway, (g) => g.complete(setup.request, setup.principal)))
   await measure("**whole call, streamed, 20 frames** (no HTTP)", Effect.flatMap(ChatGateway, (g) =>
-    Effect.flatMap(g.stream({ ...setup.request, stream: true }, setup.principal), (s) => Stream.runDrain(s.chunks))))
+    Effect.flatMap(g.stream({ ...setup.request, stream: true }, setup.principal), (s) => drained(s.chunks))))
   await measure("**whole call, streamed, 20 frames, each in a read of its own** (no HTTP)", Effect.flatMap(ChatGateway, (g) =>
-    Effect.flatMap(g.stream({ ...setup.request, model: "svc/bench-paced", stream: true }, setup.principal), (s) => Stream.runDrain(s.chunks))),
+    Effect.flatMap(g.stream({ ...setup.request, model: "svc/bench-paced", stream: true }, setup.principal), (s) => drained(s.chunks))),
     Math.max(20, Math.round(RUNS / 10)))
 
   console.log([

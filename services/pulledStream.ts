@@ -1,34 +1,84 @@
 /**
- * A stream that can hand over the pull it was made from. Making a stream
- * from a pull and turning it back into a pull (`Stream.toPull`) costs a
- * channel and a conversion per read (docs/performance.md); a consumer that
- * wants a pull anyway (the stream watchdog, layers/upstream/openStream.ts)
- * takes the original through `pullOf`, and any other consumer reads the
- * stream as usual. A stream piped through an operator is a new stream
- * without the pull, and `pullOf` falls back to `Stream.toPull`.
+ * Streams that carry the pull they were made from. Making a stream from a
+ * pull, running it, and turning it back into a pull (`Stream.toPull`) costs a
+ * channel and a conversion per read at every stage (docs/performance.md). A
+ * streamed answer goes pull to pull instead: the SSE body's pull, the stream
+ * watchdog, the relay, the settlement and the SSE frames are each a function
+ * of the pull before (`throughPull`), and the chat lane writes by looping
+ * over the last one (`forEachChunk`). Each result is still a `Stream` for
+ * any other reader, which reads it as usual; a stream piped through an
+ * operator carries no pull, and the next stage takes it apart with
+ * `Stream.toPull` (once, in a scope of its own closed when it is released).
  */
-import { type Chunk, Effect, type Option, type Scope, Stream } from "effect"
+import { type Chunk, Effect, Exit, Option, Scope, Stream } from "effect"
 
-const PULL = Symbol.for("svc/pulledStream/pull")
+const ORIGIN = Symbol.for("svc/pulledStream/origin")
 
 /** Reads the next chunk; fails with `None` at the end. */
 export type Pull<A, E> = Effect.Effect<Chunk.Chunk<A>, Option.Option<E>>
 
 interface Origin<A, E> {
   readonly pull: Pull<A, E>
-  /** Run once however the stream ends (frees what the pull reads from). */
+  /** Run once however reading ends (frees what the pull reads from, settles what it delivered). */
   readonly release: Effect.Effect<void>
 }
 
-/** The stream of `pull`'s chunks, `release` run when it ends, that `pullOf` can take apart again. */
-export const pulledStream = <A, E>(pull: Pull<A, E>, release: Effect.Effect<void>): Stream.Stream<A, E> => {
+/** The stream of `pull`'s chunks, `release` run when it ends, that carries both. */
+export const pulledStream = <A, E>(pull: Pull<A, E>, release: Effect.Effect<void> = Effect.void): Stream.Stream<A, E> => {
   const stream = Stream.repeatEffectChunkOption(pull).pipe(Stream.ensuring(release))
-  return Object.assign(stream, { [PULL]: { pull, release } satisfies Origin<A, E> })
+  return Object.assign(stream, { [ORIGIN]: { pull, release } satisfies Origin<A, E> })
 }
 
-/** The stream's pull for as long as the scope lives (`release` runs when it closes). */
+/** A stream without a pull of its own, taken apart on its first pull in a scope its release closes. */
+const originOfPlain = <A, E>(stream: Stream.Stream<A, E>): Origin<A, E> => {
+  let scope: Scope.CloseableScope | undefined
+  let pull: Pull<A, E> | undefined
+  const open = Effect.flatMap(Scope.make(), (made) => {
+    scope = made
+    return Effect.map(Scope.extend(Stream.toPull(stream), made), (opened) => (pull = opened))
+  })
+  return {
+    pull: Effect.suspend(() => pull ?? Effect.flatMap(open, (opened) => opened)),
+    release: Effect.suspend(() => (scope === undefined ? Effect.void : Scope.close(scope, Exit.void)))
+  }
+}
+
+const originOf = <A, E>(stream: Stream.Stream<A, E>): Origin<A, E> =>
+  (stream as { readonly [ORIGIN]?: Origin<A, E> })[ORIGIN] ?? originOfPlain(stream)
+
+/** The stream's pull for as long as the scope lives (its release runs when the scope closes). */
 export const pullOf = <A, E>(stream: Stream.Stream<A, E>): Effect.Effect<Pull<A, E>, never, Scope.Scope> => {
-  const origin = (stream as { readonly [PULL]?: Origin<A, E> })[PULL]
+  const origin = (stream as { readonly [ORIGIN]?: Origin<A, E> })[ORIGIN]
   if (origin === undefined) return Stream.toPull(stream)
   return Effect.as(Effect.addFinalizer(() => origin.release), origin.pull)
+}
+
+/**
+ * A stage over `stream`'s pull; `release` runs after the source's own, however reading ends (as
+ * `Stream.ensuring` would).
+ */
+export const throughPull = <A, E, B, E2>(
+  stream: Stream.Stream<A, E>,
+  stage: (pull: Pull<A, E>) => Pull<B, E2>,
+  release?: Effect.Effect<void>
+): Stream.Stream<B, E2> => {
+  const origin = originOf(stream)
+  return pulledStream(stage(origin.pull), release === undefined ? origin.release : Effect.ensuring(origin.release, release))
+}
+
+/** The stream, then `release` however reading ends: `Stream.ensuring` that keeps the pull. */
+export const ensuringPulled = <A, E>(stream: Stream.Stream<A, E>, release: Effect.Effect<void>): Stream.Stream<A, E> =>
+  throughPull(stream, (pull) => pull, release)
+
+/** Reads the stream to its end, `f` on every chunk, in a plain loop over its pull; then releases it. */
+export const forEachChunk = <A, E>(
+  stream: Stream.Stream<A, E>,
+  f: (chunk: Chunk.Chunk<A>) => Effect.Effect<void>
+): Effect.Effect<void, E> => {
+  const origin = originOf(stream)
+  const loop: Effect.Effect<void, Option.Option<E>> = Effect.flatMap(origin.pull, (chunk) => Effect.zipRight(f(chunk), loop))
+  return loop.pipe(
+    Effect.catchAll((end) => (Option.isNone(end) ? Effect.void : Effect.fail(end.value))),
+    Effect.ensuring(origin.release)
+  )
 }

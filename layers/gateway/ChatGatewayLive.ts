@@ -9,7 +9,7 @@
  * response is relabelled with our completion id and the catalogue model id,
  * so nothing the caller sees names the upstream.
  */
-import { Effect, Layer, Stream } from "effect"
+import { Effect, Layer } from "effect"
 import { Admission, type AdmittedChat } from "../../services/Admission.ts"
 import type { Principal } from "../../services/ApiKeys.ts"
 import { Billing } from "../../services/Billing.ts"
@@ -20,6 +20,7 @@ import { isDatabaseOutage } from "../../services/DatabaseStatus.ts"
 import { Ids } from "../../services/Ids.ts"
 import { Pricing } from "../../services/Pricing.ts"
 import { PrivacyPolicy } from "../../services/PrivacyPolicy.ts"
+import { ensuringPulled } from "../../services/pulledStream.ts"
 import { type Route, RoutePlanner } from "../../services/RoutePlanner.ts"
 import { Transcripts } from "../../services/Transcripts.ts"
 import { Upstream } from "../../services/Upstream.ts"
@@ -79,13 +80,12 @@ export const ChatGatewayLive = Layer.effect(
           return {
             receiptId: hold.id,
             // However the stream ends, bill what was generated.
-            chunks: relay.relay(answered.value, toApiError(deployment)).pipe(
-              Stream.ensuring(
-                settleStream(streamServices, { admitted: call, route, hold }, answered, relay, firstChunkMs).pipe(
-                  // Not dropped silently: an outage is kept by the journal (or the lease frees an unbilled hold).
-                  Effect.catchAllCause((cause) =>
-                    isDatabaseOutage(cause) ? Effect.void : Effect.logError("stream settlement failed", cause)
-                  )
+            chunks: ensuringPulled(
+              relay.relay(answered.value, toApiError(deployment)),
+              settleStream(streamServices, { admitted: call, route, hold }, answered, relay, firstChunkMs).pipe(
+                // Not dropped silently: an outage is kept by the journal (or the lease frees an unbilled hold).
+                Effect.catchAllCause((cause) =>
+                  isDatabaseOutage(cause) ? Effect.void : Effect.logError("stream settlement failed", cause)
                 )
               )
             )

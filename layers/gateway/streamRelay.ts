@@ -20,10 +20,11 @@
  * fast upstream holds hundreds of frames: a few such streams would starve
  * every other request's I/O for seconds.
  */
-import { Chunk, Clock, Effect, Stream } from "effect"
+import { Chunk, Clock, Effect, Option, type Stream } from "effect"
 import type { ChatChunk, Usage } from "../../services/Chat.ts"
 import type { PrivacyBlock } from "../../services/Privacy.ts"
 import type { UpstreamFailure } from "../../services/Providers.ts"
+import { type Pull, throughPull } from "../../services/pulledStream.ts"
 import { eventLoopTurn } from "../../plugins/support/eventLoopTurn.ts"
 
 export interface RelayOptions {
@@ -80,25 +81,48 @@ export class StreamRelay {
     chunks: Stream.Stream<ChatChunk, UpstreamFailure>,
     onFailure: (failure: UpstreamFailure) => Effect.Effect<never, E>
   ): Stream.Stream<ChatChunk, E> {
-    return chunks.pipe(
-      Stream.chunks,
-      Stream.mapConcat(slices),
-      // One slice per output chunk, so what follows (encoding, the socket write) works in slices too.
-      Stream.mapEffect((slice) => {
-        // The turn comes before a slice that would take the count past the limit, never before the
-        // stream's first: the first frames go out at once (time to first byte), the bound holds.
-        const turn = this.sinceTurn > 0 && this.sinceTurn + slice.length > FRAMES_PER_TURN
-        if (turn) this.sinceTurn = 0
-        this.sinceTurn += slice.length
-        return turn ? Effect.map(eventLoopTurn, () => this.pass(slice)) : Effect.succeed(this.pass(slice))
-      }),
-      Stream.flattenChunks,
-      Stream.concat(Stream.suspend(() => (this.privacySent ? Stream.empty : Stream.fromEffect(this.closingChunk)))),
-      Stream.catchAll((failure) => {
-        this.failure = failure
-        return Stream.fromEffect(onFailure(failure))
+    return throughPull(chunks, (pull) => this.relayPull(pull, onFailure))
+  }
+
+  /** One slice per pull (so encoding and the socket write work in slices too); the closing chunk or the failure at the end. */
+  private relayPull<E>(
+    source: Pull<ChatChunk, UpstreamFailure>,
+    onFailure: (failure: UpstreamFailure) => Effect.Effect<never, E>
+  ): Pull<ChatChunk, E> {
+    /** Slices of the last pulled batch not passed yet. */
+    let pending: Array<Chunk.Chunk<ChatChunk>> = []
+    let over = false
+    const next: Pull<ChatChunk, E> = Effect.suspend(() => {
+      const slice = pending.shift()
+      if (slice !== undefined) return this.passInTurn(slice)
+      if (over) return Effect.fail(Option.none())
+      return Effect.matchEffect(source, {
+        onSuccess: (pulled) => {
+          pending = slices(pulled)
+          return next
+        },
+        onFailure: (end): Pull<ChatChunk, E> => {
+          over = true
+          if (Option.isSome(end)) {
+            this.failure = end.value
+            return Effect.mapError(onFailure(end.value), Option.some)
+          }
+          return this.privacySent ? Effect.fail(Option.none()) : Effect.map(this.closingChunk, Chunk.of)
+        }
       })
-    )
+    })
+    return next
+  }
+
+  /**
+   * The turn comes before a slice that would take the count past the limit, never before the
+   * stream's first: the first frames go out at once (time to first byte), the bound holds.
+   */
+  private passInTurn(slice: Chunk.Chunk<ChatChunk>): Effect.Effect<Chunk.Chunk<ChatChunk>> {
+    const turn = this.sinceTurn > 0 && this.sinceTurn + slice.length > FRAMES_PER_TURN
+    if (turn) this.sinceTurn = 0
+    this.sinceTurn += slice.length
+    return turn ? Effect.map(eventLoopTurn, () => this.pass(slice)) : Effect.succeed(this.pass(slice))
   }
 
   private pass(pulled: Chunk.Chunk<ChatChunk>): Chunk.Chunk<ChatChunk> {

@@ -8,8 +8,9 @@
  * and the caller's 504 / SSE error frame follow as for any timeout. Times
  * come from `Clock`.
  */
-import { Chunk, Clock, Effect, Exit, Option, Stream } from "effect"
+import { Chunk, Clock, Effect, Exit, Option, Scope, type Stream } from "effect"
 import { UpstreamFailure } from "../../services/Providers.ts"
+import { pulledStream } from "../../services/pulledStream.ts"
 
 /** When the call must be over (epoch ms, `Clock`), and the stream idle limit. */
 export interface CallDeadline {
@@ -61,102 +62,108 @@ export const watchedPulls = <A>(
   endAt: number,
   idleMs: number,
   first: Chunk.Chunk<A> = Chunk.empty()
-): Stream.Stream<A, UpstreamFailure> =>
-  Stream.unwrapScoped(Effect.gen(function*() {
-    const clock = yield* Effect.clock
-    type Result = Exit.Exit<Chunk.Chunk<A>, Option.Option<UpstreamFailure>>
-    /** When the wait under way started; undefined while nobody waits. */
-    let waitingSince: number | undefined
-    /** Resumes the caller waiting for the next result; set while it waits. */
-    let waiter: ((result: Result) => void) | undefined
-    /** Resumes the reader parked until asked; set while it is parked. */
-    let wakeReader: (() => void) | undefined
-    /** Asked while the reader was not parked yet: it reads again at once. */
-    let asked = false
-    /**
-     * A result nobody has taken yet: the chunk read before (one stream stage less than concatenating
-     * it in front), or one read for a caller that stopped waiting (its pull was interrupted).
-     */
-    let unclaimed: Result | undefined = Chunk.isNonEmpty(first) ? Exit.succeed(first) : undefined
-    /** The timeout the watchdog handed over: every later pull fails with it too. */
-    let expired: Result | undefined
+): Stream.Stream<A, UpstreamFailure> => {
+  let clock: Clock.Clock
+  type Result = Exit.Exit<Chunk.Chunk<A>, Option.Option<UpstreamFailure>>
+  /** When the wait under way started; undefined while nobody waits. */
+  let waitingSince: number | undefined
+  /** Resumes the caller waiting for the next result; set while it waits. */
+  let waiter: ((result: Result) => void) | undefined
+  /** Resumes the reader parked until asked; set while it is parked. */
+  let wakeReader: (() => void) | undefined
+  /** Asked while the reader was not parked yet: it reads again at once. */
+  let asked = false
+  /**
+   * A result nobody has taken yet: the chunk read before (one stream stage less than concatenating
+   * it in front), or one read for a caller that stopped waiting (its pull was interrupted).
+   */
+  let unclaimed: Result | undefined = Chunk.isNonEmpty(first) ? Exit.succeed(first) : undefined
+  /** The timeout the watchdog handed over: every later pull fails with it too. */
+  let expired: Result | undefined
 
-    const handOver = (result: Result) => {
-      const resume = waiter
-      waiter = undefined
-      waitingSince = undefined
-      if (resume === undefined) unclaimed = result
-      else resume(result)
+  const handOver = (result: Result) => {
+    const resume = waiter
+    waiter = undefined
+    waitingSince = undefined
+    if (resume === undefined) unclaimed = result
+    else resume(result)
+  }
+  const ask = () => {
+    if (wakeReader === undefined) return void (asked = true)
+    const wake = wakeReader
+    wakeReader = undefined
+    wake()
+  }
+
+  const untilContent: Effect.Effect<Chunk.Chunk<A>, Option.Option<UpstreamFailure>> = Effect.flatMap(
+    pull,
+    (chunk) => (Chunk.isNonEmpty(chunk) ? Effect.succeed(chunk) : untilContent)
+  )
+  const parked = Effect.async<void>((resume) => {
+    if (asked) {
+      asked = false
+      return resume(Effect.void)
     }
-    const ask = () => {
-      if (wakeReader === undefined) return void (asked = true)
-      const wake = wakeReader
-      wakeReader = undefined
-      wake()
+    wakeReader = () => resume(Effect.void)
+  })
+  // Reads on demand until the pull ends or fails; a result that comes after the timeout is never taken.
+  const reader: Effect.Effect<void> = Effect.zipRight(
+    parked,
+    Effect.flatMap(Effect.exit(untilContent), (result) => {
+      handOver(result)
+      return Exit.isSuccess(result) ? reader : Effect.void
+    })
+  )
+
+  const expire = (failure: UpstreamFailure) =>
+    Effect.sync(() => {
+      expired = Exit.fail(Option.some(failure))
+      if (waiter !== undefined) handOver(expired)
+    })
+  const watchdog: Effect.Effect<void> = Effect.suspend(() => {
+    const now = clock.unsafeCurrentTimeMillis()
+    if (waitingSince !== undefined) {
+      const idleAt = waitingSince + idleMs
+      if (now >= Math.min(endAt, idleAt)) {
+        return expire(
+          endAt <= idleAt ? timedOut("the attempt ran out of time", endAt - waitingSince) : timedOut("the stream went idle", idleMs)
+        )
+      }
+      return Effect.zipRight(Effect.sleep(Math.min(endAt, idleAt) - now), watchdog)
     }
+    // Nobody waits: wake at the attempt's end (a wait under way by then fails), else look again later.
+    return Effect.zipRight(Effect.sleep(endAt > now ? Math.min(endAt, now + idleMs) - now : idleMs), watchdog)
+  })
+  /** The reader's and the watchdog's, made on the first pull; the stream's release closes it. */
+  let fibers: Scope.CloseableScope | undefined
+  const start = Effect.gen(function*() {
+    clock = yield* Effect.clock
+    fibers = yield* Scope.make()
+    yield* Effect.forkIn(reader, fibers)
+    yield* Effect.forkIn(watchdog, fibers)
+  })
 
-    const untilContent: Effect.Effect<Chunk.Chunk<A>, Option.Option<UpstreamFailure>> = Effect.flatMap(
-      pull,
-      (chunk) => (Chunk.isNonEmpty(chunk) ? Effect.succeed(chunk) : untilContent)
-    )
-    const parked = Effect.async<void>((resume) => {
-      if (asked) {
-        asked = false
-        return resume(Effect.void)
-      }
-      wakeReader = () => resume(Effect.void)
-    })
-    // Reads on demand until the pull ends or fails; a result that comes after the timeout is never taken.
-    const reader: Effect.Effect<void> = Effect.zipRight(
-      parked,
-      Effect.flatMap(Effect.exit(untilContent), (result) => {
-        handOver(result)
-        return Exit.isSuccess(result) ? reader : Effect.void
-      })
-    )
-
-    const expire = (failure: UpstreamFailure) =>
-      Effect.sync(() => {
-        expired = Exit.fail(Option.some(failure))
-        if (waiter !== undefined) handOver(expired)
-      })
-    const watchdog: Effect.Effect<void> = Effect.suspend(() => {
-      const now = clock.unsafeCurrentTimeMillis()
-      if (waitingSince !== undefined) {
-        const idleAt = waitingSince + idleMs
-        if (now >= Math.min(endAt, idleAt)) {
-          return expire(
-            endAt <= idleAt ? timedOut("the attempt ran out of time", endAt - waitingSince) : timedOut("the stream went idle", idleMs)
-          )
-        }
-        return Effect.zipRight(Effect.sleep(Math.min(endAt, idleAt) - now), watchdog)
-      }
-      // Nobody waits: wake at the attempt's end (a wait under way by then fails), else look again later.
-      return Effect.zipRight(Effect.sleep(endAt > now ? Math.min(endAt, now + idleMs) - now : idleMs), watchdog)
-    })
-    yield* Effect.forkScoped(reader)
-    yield* Effect.forkScoped(watchdog)
-
-    const watched: Effect.Effect<Chunk.Chunk<A>, Option.Option<UpstreamFailure>> = Effect.suspend(() => {
-      if (expired !== undefined) return expired
-      if (unclaimed !== undefined) {
-        const result = unclaimed
-        unclaimed = undefined
-        return result
-      }
-      const now = clock.unsafeCurrentTimeMillis()
-      if (now >= endAt) return Effect.fail(Option.some(timedOut("the attempt ran out of time", endAt - now)))
-      // The result, an `Exit`, is itself the effect the waiting pull resumes with.
-      return Effect.async<Chunk.Chunk<A>, Option.Option<UpstreamFailure>>((resume) => {
-        waitingSince = now
-        waiter = resume
-        ask()
-        // The caller gave up (its stream was closed): nobody waits any more.
-        return Effect.sync(() => {
-          waiter = undefined
-          waitingSince = undefined
-        })
+  const watched: Effect.Effect<Chunk.Chunk<A>, Option.Option<UpstreamFailure>> = Effect.suspend(() => {
+    if (fibers === undefined) return Effect.zipRight(start, watched)
+    if (expired !== undefined) return expired
+    if (unclaimed !== undefined) {
+      const result = unclaimed
+      unclaimed = undefined
+      return result
+    }
+    const now = clock.unsafeCurrentTimeMillis()
+    if (now >= endAt) return Effect.fail(Option.some(timedOut("the attempt ran out of time", endAt - now)))
+    // The result, an `Exit`, is itself the effect the waiting pull resumes with.
+    return Effect.async<Chunk.Chunk<A>, Option.Option<UpstreamFailure>>((resume) => {
+      waitingSince = now
+      waiter = resume
+      ask()
+      // The caller gave up (its stream was closed): nobody waits any more.
+      return Effect.sync(() => {
+        waiter = undefined
+        waitingSince = undefined
       })
     })
-    return Stream.repeatEffectChunkOption(watched)
-  }))
+  })
+  return pulledStream(watched, Effect.suspend(() => (fibers === undefined ? Effect.void : Scope.close(fibers, Exit.void))))
+}

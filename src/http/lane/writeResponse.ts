@@ -6,7 +6,8 @@
  */
 import type { ServerResponse } from "node:http"
 import type { HttpServerResponse } from "@effect/platform"
-import { Chunk, Effect, Stream } from "effect"
+import { Chunk, Effect } from "effect"
+import { forEachChunk } from "../../../services/pulledStream.ts"
 
 /** `firstByte` is told when a streamed body's first chunk is written. */
 export const writeResponse = (
@@ -31,14 +32,14 @@ export const writeResponse = (
           waiting = undefined
           resume?.()
         })
-        return body.stream.pipe(
-          Stream.runForEachChunk((chunk) => {
-            if (Chunk.isEmpty(chunk)) return Effect.void
-            firstByte?.()
-            // One write per pulled chunk: Node sends each write as a chunk of its own, with its header.
-            const full = !res.write(chunk.length === 1 ? Chunk.unsafeHead(chunk) : Buffer.concat(Chunk.toReadonlyArray(chunk)))
-            return full ? Effect.async<void>((resume) => void (waiting = () => resume(Effect.void))) : Effect.void
-          }),
+        // A plain loop over the body's pull (services/pulledStream.ts): no stream is run to write it.
+        return forEachChunk(body.stream, (chunk) => {
+          if (Chunk.isEmpty(chunk)) return Effect.void
+          firstByte?.()
+          // One write per pulled chunk: Node sends each write as a chunk of its own, with its header.
+          const full = !res.write(chunk.length === 1 ? Chunk.unsafeHead(chunk) : Buffer.concat(Chunk.toReadonlyArray(chunk)))
+          return full ? Effect.async<void>((resume) => void (waiting = () => resume(Effect.void))) : Effect.void
+        }).pipe(
           Effect.interruptible,
           Effect.matchCause({ onSuccess: () => void res.end(), onFailure: () => void res.destroy() })
         )
