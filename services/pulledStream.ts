@@ -17,9 +17,9 @@ const ORIGIN = Symbol.for("svc/pulledStream/origin")
 /** Reads the next chunk; fails with `None` at the end. */
 export type Pull<A, E> = Effect.Effect<Chunk.Chunk<A>, Option.Option<E>>
 
-interface Origin<A, E> {
+export interface Origin<A, E> {
   readonly pull: Pull<A, E>
-  /** Run once however reading ends (frees what the pull reads from, settles what it delivered). */
+  /** Run however reading ends (frees what the pull reads from); running it again does nothing. */
   readonly release: Effect.Effect<void>
 }
 
@@ -43,7 +43,8 @@ const originOfPlain = <A, E>(stream: Stream.Stream<A, E>): Origin<A, E> => {
   }
 }
 
-const originOf = <A, E>(stream: Stream.Stream<A, E>): Origin<A, E> =>
+/** The stream's pull and release, for a reader that releases it itself. */
+export const originOf = <A, E>(stream: Stream.Stream<A, E>): Origin<A, E> =>
   (stream as { readonly [ORIGIN]?: Origin<A, E> })[ORIGIN] ?? originOfPlain(stream)
 
 /** The stream's pull for as long as the scope lives (its release runs when the scope closes). */
@@ -53,22 +54,30 @@ export const pullOf = <A, E>(stream: Stream.Stream<A, E>): Effect.Effect<Pull<A,
   return Effect.as(Effect.addFinalizer(() => origin.release), origin.pull)
 }
 
-/**
- * A stage over `stream`'s pull; `release` runs after the source's own, however reading ends (as
- * `Stream.ensuring` would).
- */
+/** A stage over `stream`'s pull (the stream's release is the source's). */
 export const throughPull = <A, E, B, E2>(
   stream: Stream.Stream<A, E>,
-  stage: (pull: Pull<A, E>) => Pull<B, E2>,
-  release?: Effect.Effect<void>
+  stage: (pull: Pull<A, E>) => Pull<B, E2>
 ): Stream.Stream<B, E2> => {
   const origin = originOf(stream)
-  return pulledStream(stage(origin.pull), release === undefined ? origin.release : Effect.ensuring(origin.release, release))
+  return pulledStream(stage(origin.pull), origin.release)
 }
 
-/** The stream, then `release` however reading ends: `Stream.ensuring` that keeps the pull. */
-export const ensuringPulled = <A, E>(stream: Stream.Stream<A, E>, release: Effect.Effect<void>): Stream.Stream<A, E> =>
-  throughPull(stream, (pull) => pull, release)
+/**
+ * The stream, then `release` once, as `Stream.ensuring` would: when its pull ends or fails (before
+ * whatever the next stage makes of that end — a closing frame is sent after it), or else when the
+ * stream is released (a reader that stopped early, an interruption).
+ */
+export const ensuringPulled = <A, E>(stream: Stream.Stream<A, E>, release: Effect.Effect<void>): Stream.Stream<A, E> => {
+  const origin = originOf(stream)
+  let released = false
+  const once = Effect.suspend(() => {
+    if (released) return Effect.void
+    released = true
+    return release
+  })
+  return pulledStream(Effect.tapError(origin.pull, () => once), Effect.ensuring(origin.release, once))
+}
 
 /** Reads the stream to its end, `f` on every chunk, in a plain loop over its pull; then releases it. */
 export const forEachChunk = <A, E>(

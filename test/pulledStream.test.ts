@@ -3,11 +3,13 @@
  * gives back the very pull it was made from, whose release runs once when
  * the scope closes; read as a stream it reads the same chunks and releases
  * once; a stream piped through an operator has no pull of its own and is
- * turned into one the usual way.
+ * turned into one the usual way. `ensuringPulled` runs its effect once, when
+ * the pull ends — before the next stage makes anything of the end — or when
+ * a reader that stopped early releases the stream.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Option, Stream } from "effect"
-import { pullOf, pulledStream } from "../services/pulledStream.ts"
+import { ensuringPulled, forEachChunk, pullOf, pulledStream, throughPull } from "../services/pulledStream.ts"
 
 /** Pulls of one number each, 1 to `count`, and a count of releases. */
 const counting = (count: number) => {
@@ -59,6 +61,36 @@ describe("pulledStream", () => {
         return drain(pull)
       }))
       expect(read).toEqual([2, 4, 6])
+      expect(source.released.times).toBe(1)
+    }))
+
+  it.effect("ensuringPulled runs its effect when the pull ends, before the next stage's closing chunk, and once", () =>
+    Effect.gen(function*() {
+      const source = counting(2)
+      const log: Array<string> = []
+      const settled = ensuringPulled(pulledStream(source.pull, source.release), Effect.sync(() => void log.push("settled")))
+      // A next stage that adds a closing chunk at the end, as the SSE framing adds [DONE].
+      const framed = throughPull(settled, (pull) => {
+        let over = false
+        return Effect.suspend(() =>
+          over ? Effect.fail(Option.none()) : Effect.catchAll(pull, (end) => {
+            over = true
+            return Option.isNone(end) ? Effect.sync(() => (log.push("closing"), Chunk.of(0))) : Effect.fail(end)
+          })
+        )
+      })
+      yield* forEachChunk(framed, (chunk) => Effect.sync(() => void log.push(`chunk ${Chunk.toArray(chunk).join(",")}`)))
+      expect(log).toEqual(["chunk 1", "chunk 2", "settled", "closing", "chunk 0"])
+      expect(source.released.times).toBe(1)
+    }))
+
+  it.effect("ensuringPulled runs its effect once when a reader stops before the end", () =>
+    Effect.gen(function*() {
+      const source = counting(5)
+      let settled = 0
+      const stream = ensuringPulled(pulledStream(source.pull, source.release), Effect.sync(() => void settled++))
+      expect(Chunk.toArray(yield* Stream.runCollect(Stream.take(stream, 2)))).toEqual([1, 2])
+      expect(settled).toBe(1)
       expect(source.released.times).toBe(1)
     }))
 })
