@@ -1,10 +1,11 @@
 /**
  * The stream watchdog (layers/upstream/deadline.ts `watchedPulls`), on the
- * test clock: a pull that brings nothing for the idle limit fails as a
- * timeout, so does one still waiting at the attempt's end, and time the
- * caller spends between pulls (reading slowly) never counts as idle; a
- * pull's own failure comes through after the items before it; a chunk read
- * before the first pull comes out first, whatever the clock.
+ * test clock: after the first content, a pull that brings nothing for the
+ * idle limit fails as a timeout; the opening and the wait for the first
+ * content have the attempt's end as their only limit; a pull still waiting
+ * at the attempt's end fails, and time the caller spends between pulls
+ * (reading slowly) never counts as idle; a pull's own failure, or the
+ * opening's, comes through after the items before it.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Chunk, Deferred, Effect, Exit, Fiber, Option, Stream, TestClock } from "effect"
@@ -24,10 +25,16 @@ const quickPulls = (count: number) => {
   )
 }
 
+/** A pull that brings one item, then nothing ever again. */
+const oneThenSilence = () => {
+  let pulled = false
+  return Effect.suspend(() => (pulled ? Effect.never : (pulled = true, Effect.succeed(Chunk.of(1)))))
+}
+
 describe("watchedPulls", () => {
-  it.effect("fails a pull that brings nothing within the idle limit", () =>
+  it.effect("fails a pull that brings nothing within the idle limit, once content came", () =>
     Effect.gen(function*() {
-      const fiber = yield* Effect.fork(Stream.runCollect(watchedPulls(Effect.never, 1_000_000, IDLE)))
+      const fiber = yield* Effect.fork(Stream.runCollect(watchedPulls(Effect.succeed(oneThenSilence()), 1_000_000, IDLE)))
       yield* TestClock.adjust(IDLE - 1)
       expect(fiber.unsafePoll()).toBeNull()
       yield* TestClock.adjust(1)
@@ -35,9 +42,39 @@ describe("watchedPulls", () => {
       expect(detailOf(exit)).toMatch(/^the stream went idle .*\[timeout\]$/)
     }))
 
+  it.effect("gives the opening and the first content until the attempt's end, not the idle limit", () =>
+    Effect.gen(function*() {
+      const slowOpening = Effect.as(Effect.sleep(3 * IDLE), Effect.never as Effect.Effect<Chunk.Chunk<number>, Option.Option<UpstreamFailure>>)
+      const fiber = yield* Effect.fork(Stream.runCollect(watchedPulls(slowOpening, 6 * IDLE, IDLE)))
+      yield* TestClock.adjust(6 * IDLE - 1)
+      expect(fiber.unsafePoll()).toBeNull()
+      yield* TestClock.adjust(1)
+      expect(detailOf(yield* Fiber.await(fiber))).toMatch(/^the attempt ran out of time .*\[timeout\]$/)
+    }))
+
+  it.effect("applies the idle limit from the first content on, however long the opening took", () =>
+    Effect.gen(function*() {
+      const items: Array<number> = []
+      const slowOpening = Effect.as(Effect.sleep(2.5 * IDLE), oneThenSilence())
+      const fiber = yield* Effect.fork(Stream.runForEach(watchedPulls(slowOpening, 1_000_000, IDLE), (n) => Effect.sync(() => void items.push(n))))
+      yield* TestClock.adjust(2.5 * IDLE)
+      expect(items).toEqual([1])
+      yield* TestClock.adjust(IDLE - 1)
+      expect(fiber.unsafePoll()).toBeNull()
+      yield* TestClock.adjust(1)
+      expect(detailOf(yield* Fiber.await(fiber))).toMatch(/^the stream went idle .*\[timeout\]$/)
+    }))
+
+  it.effect("fails the first pull with the opening's failure", () =>
+    Effect.gen(function*() {
+      const refused = Effect.fail(new UpstreamFailure({ kind: "status", status: 503, detail: "busy" }))
+      const exit = yield* Effect.exit(Stream.runCollect(watchedPulls(refused, 1_000_000, IDLE)))
+      expect(detailOf(exit)).toBe("busy [status]")
+    }))
+
   it.effect("fails a pull still waiting at the attempt's end, before the idle limit", () =>
     Effect.gen(function*() {
-      const fiber = yield* Effect.fork(Stream.runCollect(watchedPulls(Effect.never, 300, IDLE)))
+      const fiber = yield* Effect.fork(Stream.runCollect(watchedPulls(Effect.succeed(Effect.never), 300, IDLE)))
       yield* TestClock.adjust(300)
       const exit = yield* Fiber.await(fiber)
       expect(detailOf(exit)).toMatch(/^the attempt ran out of time .*\[timeout\]$/)
@@ -46,7 +83,7 @@ describe("watchedPulls", () => {
   it.effect("does not count the time the caller takes between pulls", () =>
     Effect.gen(function*() {
       const read = yield* Deferred.make<ReadonlyArray<number>>()
-      const slowReader = watchedPulls(quickPulls(5), 1_000_000, IDLE).pipe(
+      const slowReader = watchedPulls(Effect.succeed(quickPulls(5)), 1_000_000, IDLE).pipe(
         // Each item takes the caller three idle limits to handle.
         Stream.tap(() => Effect.sleep(3 * IDLE)),
         Stream.runCollect,
@@ -67,23 +104,9 @@ describe("watchedPulls", () => {
           : Effect.fail(Option.some(new UpstreamFailure({ kind: "connection", detail: "reset" })))
       )
       const items: Array<number> = []
-      const exit = yield* Effect.exit(Stream.runForEach(watchedPulls(failing, 1_000_000, IDLE), (n) => Effect.sync(() => void items.push(n))))
+      const exit = yield* Effect.exit(Stream.runForEach(watchedPulls(Effect.succeed(failing), 1_000_000, IDLE), (n) => Effect.sync(() => void items.push(n))))
       expect(items).toEqual([1, 2])
       expect(detailOf(exit)).toBe("reset [connection]")
-    }))
-
-  it.effect("hands out the chunk read before its first pull at once, however late, then watches the pulls", () =>
-    Effect.gen(function*() {
-      const pulled: Array<number> = []
-      const items = watchedPulls(quickPulls(2), 300, IDLE, Chunk.make(10, 11))
-      // Past the attempt's end before the stream is read: the chunk read before still comes, the pulls time out.
-      yield* TestClock.adjust(300)
-      const exit = yield* Effect.exit(Stream.runForEach(items, (n) => Effect.sync(() => void pulled.push(n))))
-      expect(pulled).toEqual([10, 11])
-      expect(detailOf(exit)).toMatch(/^the attempt ran out of time .*\[timeout\]$/)
-      const ended: Array<number> = []
-      yield* Stream.runForEach(watchedPulls(quickPulls(2), 1_000_000, IDLE, Chunk.make(10)), (n) => Effect.sync(() => void ended.push(n)))
-      expect(ended).toEqual([10, 1, 0])
     }))
 
   it.scoped("gives what was read for an interrupted pull to the next pull, and skips empty reads", () =>
@@ -97,7 +120,7 @@ describe("watchedPulls", () => {
         if (reads === 2) return Effect.as(Deferred.await(gate), Chunk.of(7))
         return Effect.fail(Option.none<UpstreamFailure>())
       })
-      const pull = yield* Stream.toPull(watchedPulls(gated, 1_000_000, IDLE))
+      const pull = yield* Stream.toPull(watchedPulls(Effect.succeed(gated), 1_000_000, IDLE))
       const first = yield* Effect.fork(pull)
       yield* TestClock.adjust(IDLE / 2)
       yield* Fiber.interrupt(first)

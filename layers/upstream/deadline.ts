@@ -10,7 +10,7 @@
  */
 import { Chunk, Clock, Effect, Exit, Option, Scope, type Stream } from "effect"
 import { UpstreamFailure } from "../../services/Providers.ts"
-import { pulledStream } from "../../services/pulledStream.ts"
+import { type Pull, pulledStream } from "../../services/pulledStream.ts"
 
 /** When the call must be over (epoch ms, `Clock`), and the stream idle limit. */
 export interface CallDeadline {
@@ -45,43 +45,44 @@ export const withinAttempt = <A, E, R>(effect: Effect.Effect<A, E, R>, timeoutMs
   Effect.flatMap(attemptEnd(timeoutMs, deadline), (endAt) => endingBy(effect, endAt))
 
 /**
- * A stream's chunk already read (`first`, handed out before any pull), then its pulls, each of
- * which must bring a chunk with content (empty pulls — bytes that made no chunk, keep-alives — are
- * not activity) within the idle limit and the attempt's end. Only time spent waiting on a pull
- * counts, never time the caller took to read what came before.
+ * A stream's pulls, opened by `open` (the upstream request sent, its pull made) before the first,
+ * each of which must bring a chunk with content (empty pulls — bytes that made no chunk,
+ * keep-alives — are not activity) by the attempt's end, and every one after the first content
+ * within the idle limit too. Only time spent waiting on a pull counts, never time the caller took
+ * to read what came before.
  *
- * Per stream, one reader fiber pulls on demand and hands each result over, and one watchdog fiber
- * with one timer hands over a timeout instead when a wait runs too long. A hand-off is a callback
- * resuming the waiting side (`Effect.async`), not a queue: per pull that is two resumes, no fiber,
- * no race. A race per pull (a timeout, or `Stream.interruptWhen`, which races every pull against
- * its signal) cost more than the rest of the stream, and queues more than the pull itself
- * (docs/performance.md).
+ * Per stream, one reader fiber opens, then pulls on demand and hands each result over, and one
+ * watchdog fiber with one timer hands over a timeout instead when a wait runs too long; they start
+ * on the first pull and stop when the stream is released. A hand-off is a callback resuming the
+ * waiting side (`Effect.async`), not a queue: per pull that is two resumes, no fiber, no race. A
+ * race per pull (a timeout, or `Stream.interruptWhen`, which races every pull against its signal)
+ * cost more than the rest of the stream, queues more than the pull itself, and a timeout of its
+ * own for the opening two fibers more per stream (docs/performance.md).
  */
-export const watchedPulls = <A>(
-  pull: Effect.Effect<Chunk.Chunk<A>, Option.Option<UpstreamFailure>>,
+export const watchedPulls = <A, E>(
+  open: Effect.Effect<Pull<A, E>, E>,
   endAt: number,
-  idleMs: number,
-  first: Chunk.Chunk<A> = Chunk.empty()
-): Stream.Stream<A, UpstreamFailure> => {
+  idleMs: number
+): Stream.Stream<A, E | UpstreamFailure> => {
+  type Result = Exit.Exit<Chunk.Chunk<A>, Option.Option<E | UpstreamFailure>>
   let clock: Clock.Clock
-  type Result = Exit.Exit<Chunk.Chunk<A>, Option.Option<UpstreamFailure>>
   /** When the wait under way started; undefined while nobody waits. */
   let waitingSince: number | undefined
+  /** Content came: from now on the idle limit applies (the wait for the first has only the attempt's end). */
+  let answered = false
   /** Resumes the caller waiting for the next result; set while it waits. */
   let waiter: ((result: Result) => void) | undefined
   /** Resumes the reader parked until asked; set while it is parked. */
   let wakeReader: (() => void) | undefined
   /** Asked while the reader was not parked yet: it reads again at once. */
   let asked = false
-  /**
-   * A result nobody has taken yet: the chunk read before (one stream stage less than concatenating
-   * it in front), or one read for a caller that stopped waiting (its pull was interrupted).
-   */
-  let unclaimed: Result | undefined = Chunk.isNonEmpty(first) ? Exit.succeed(first) : undefined
+  /** A result read for a caller that stopped waiting (its pull was interrupted): the next pull takes it. */
+  let unclaimed: Result | undefined
   /** The timeout the watchdog handed over: every later pull fails with it too. */
   let expired: Result | undefined
 
   const handOver = (result: Result) => {
+    if (Exit.isSuccess(result)) answered = true
     const resume = waiter
     waiter = undefined
     waitingSince = undefined
@@ -95,9 +96,17 @@ export const watchedPulls = <A>(
     wake()
   }
 
-  const untilContent: Effect.Effect<Chunk.Chunk<A>, Option.Option<UpstreamFailure>> = Effect.flatMap(
-    pull,
-    (chunk) => (Chunk.isNonEmpty(chunk) ? Effect.succeed(chunk) : untilContent)
+  const untilContent = (pull: Pull<A, E>): Effect.Effect<Chunk.Chunk<A>, Option.Option<E>> => {
+    const next: Effect.Effect<Chunk.Chunk<A>, Option.Option<E>> = Effect.flatMap(
+      pull,
+      (chunk) => (Chunk.isNonEmpty(chunk) ? Effect.succeed(chunk) : next)
+    )
+    return next
+  }
+  /** The next chunk with content; the first read opens the stream. */
+  let read: Effect.Effect<Chunk.Chunk<A>, Option.Option<E>> = Effect.flatMap(
+    Effect.mapError(open, Option.some),
+    (pull) => (read = untilContent(pull))
   )
   const parked = Effect.async<void>((resume) => {
     if (asked) {
@@ -109,7 +118,7 @@ export const watchedPulls = <A>(
   // Reads on demand until the pull ends or fails; a result that comes after the timeout is never taken.
   const reader: Effect.Effect<void> = Effect.zipRight(
     parked,
-    Effect.flatMap(Effect.exit(untilContent), (result) => {
+    Effect.flatMap(Effect.exit(Effect.suspend(() => read)), (result) => {
       handOver(result)
       return Exit.isSuccess(result) ? reader : Effect.void
     })
@@ -123,13 +132,14 @@ export const watchedPulls = <A>(
   const watchdog: Effect.Effect<void> = Effect.suspend(() => {
     const now = clock.unsafeCurrentTimeMillis()
     if (waitingSince !== undefined) {
-      const idleAt = waitingSince + idleMs
+      const idleAt = answered ? waitingSince + idleMs : Infinity
       if (now >= Math.min(endAt, idleAt)) {
         return expire(
           endAt <= idleAt ? timedOut("the attempt ran out of time", endAt - waitingSince) : timedOut("the stream went idle", idleMs)
         )
       }
-      return Effect.zipRight(Effect.sleep(Math.min(endAt, idleAt) - now), watchdog)
+      // Before the first content, look again within the idle limit: content may come, and the limit apply, meanwhile.
+      return Effect.zipRight(Effect.sleep(Math.min(endAt, answered ? idleAt : now + idleMs) - now), watchdog)
     }
     // Nobody waits: wake at the attempt's end (a wait under way by then fails), else look again later.
     return Effect.zipRight(Effect.sleep(endAt > now ? Math.min(endAt, now + idleMs) - now : idleMs), watchdog)
@@ -143,7 +153,7 @@ export const watchedPulls = <A>(
     yield* Effect.forkIn(watchdog, fibers)
   })
 
-  const watched: Effect.Effect<Chunk.Chunk<A>, Option.Option<UpstreamFailure>> = Effect.suspend(() => {
+  const watched: Effect.Effect<Chunk.Chunk<A>, Option.Option<E | UpstreamFailure>> = Effect.suspend(() => {
     if (fibers === undefined) return Effect.zipRight(start, watched)
     if (expired !== undefined) return expired
     if (unclaimed !== undefined) {
@@ -154,7 +164,7 @@ export const watchedPulls = <A>(
     const now = clock.unsafeCurrentTimeMillis()
     if (now >= endAt) return Effect.fail(Option.some(timedOut("the attempt ran out of time", endAt - now)))
     // The result, an `Exit`, is itself the effect the waiting pull resumes with.
-    return Effect.async<Chunk.Chunk<A>, Option.Option<UpstreamFailure>>((resume) => {
+    return Effect.async<Chunk.Chunk<A>, Option.Option<E | UpstreamFailure>>((resume) => {
       waitingSince = now
       waiter = resume
       ask()

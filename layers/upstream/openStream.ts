@@ -3,34 +3,48 @@
  * forked from the call's, counts as answered once a chunk with content came
  * (an empty pull — a keep-alive — is not an answer). A route that fails before
  * that has its scope closed (its upstream request aborted), so the next can be tried.
- * Deadlines (deadline.ts): opening must end by the attempt's end; every later
- * pull within the idle limit and the attempt's end, under one watchdog.
+ * Deadlines (deadline.ts): one watchdog for the whole stream, whose reader
+ * also opens it, so the opening and the wait for the first content end by the
+ * attempt's end, and every later pull within the idle limit too.
  */
-import { Chunk, Effect, ExecutionStrategy, Exit, Option, Scope } from "effect"
+import type { Chunk } from "effect"
+import { Effect, ExecutionStrategy, Exit, Option, Scope } from "effect"
 import type { ChatChunk, ChatRequest } from "../../services/Chat.ts"
-import { pullOf } from "../../services/pulledStream.ts"
+import type { UpstreamFailure } from "../../services/Providers.ts"
+import { originOf, type Pull, pulledStream, pullOf } from "../../services/pulledStream.ts"
 import type { Target } from "../../services/RoutePlanner.ts"
-import { attemptEnd, type CallDeadline, endingBy, watchedPulls } from "./deadline.ts"
+import { attemptEnd, type CallDeadline, watchedPulls } from "./deadline.ts"
+
+type Result = Exit.Exit<Chunk.Chunk<ChatChunk>, Option.Option<never>>
+
+/** `first` (a result already read), then the pulls of `pull`. */
+const firstThen = (first: Result, pull: Pull<ChatChunk, UpstreamFailure>): Pull<ChatChunk, UpstreamFailure> => {
+  let taken = false
+  return Effect.suspend(() => {
+    if (taken) return pull
+    taken = true
+    return first
+  })
+}
 
 export const openStream = (request: ChatRequest, parent: Scope.Scope, deadline: CallDeadline) => ({ deployment }: Target) =>
   Effect.flatMap(Scope.fork(parent, ExecutionStrategy.sequential), (scope) =>
     Effect.gen(function*() {
       const endAt = yield* attemptEnd(deployment.provider.timeoutMs, deadline)
-      const opened = Effect.gen(function*() {
-        const chunks = yield* deployment.adapter.stream({ request, upstreamModel: deployment.upstreamModel })
-        const pull = yield* pullOf(chunks)
-        const first = yield* pull.pipe(
-          Effect.repeat({ until: (chunk) => Chunk.isNonEmpty(chunk) }),
-          Effect.catchAll(Option.match({
-            onNone: () => Effect.succeed(Chunk.empty<ChatChunk>()),
-            onSome: (failure) => Effect.fail(failure)
-          }))
-        )
-        return { first, pull }
-      })
-      const { first, pull } = yield* endingBy(opened, endAt)
-      return watchedPulls(pull, endAt, deadline.streamIdleMs, first)
-    }).pipe(
-      Scope.extend(scope),
-      Effect.onError(() => Scope.close(scope, Exit.void))
-    ))
+      // Opened by the watchdog's reader, in this route's scope: the wait for the first content is watched like any other.
+      const opening = Scope.extend(
+        Effect.flatMap(deployment.adapter.stream({ request, upstreamModel: deployment.upstreamModel }), pullOf),
+        scope
+      )
+      const watched = originOf(watchedPulls(opening, endAt, deadline.streamIdleMs))
+      // However the call ends, even if the stream is never read: the reader and watchdog stop.
+      yield* Scope.addFinalizer(scope, watched.release)
+      // The route answered once a chunk with content came, or the stream ended without any.
+      const first: Result = yield* watched.pull.pipe(
+        Effect.map((chunk): Result => Exit.succeed(chunk)),
+        Effect.catchAll(Option.match({ onNone: () => Effect.succeed<Result>(Exit.fail(Option.none())), onSome: Effect.fail }))
+      )
+      // Only the opening can fail with RequestNotTranslatable, and the first pull has come past it.
+      const rest = watched.pull as Pull<ChatChunk, UpstreamFailure>
+      return pulledStream(firstThen(first, rest), watched.release)
+    }).pipe(Effect.onError(() => Scope.close(scope, Exit.void))))
