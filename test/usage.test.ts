@@ -27,10 +27,10 @@ const chat = async (key: string, model: string) => {
   receipts.push(receipt.body)
 }
 
-/** Waits until the report lists `count` calls (a receipt is listed once every older transaction on the server has ended). */
-const untilListed = async (count: number) => {
+/** Waits until the key's report lists `count` calls (a receipt is listed once every older transaction on the server has ended). */
+const untilListed = async (count: number, key = account.key) => {
   for (let tries = 0; tries < 200; tries++) {
-    if ((await usage("?limit=1000")).body.data.length >= count) return
+    if ((await usage("?limit=1000", key)).body.data.length >= count) return
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
   throw new Error("the calls were never listed")
@@ -50,6 +50,7 @@ beforeAll(async () => {
   await chat(secondKey.key, "svc/swift")
   await chat(other.key, "svc/swift")
   await untilListed(4)
+  await untilListed(1, other.key)
 })
 afterAll(() => gateway?.close())
 
