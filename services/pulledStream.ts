@@ -49,8 +49,7 @@ export const originOf = <A, E>(stream: Stream.Stream<A, E>): Origin<A, E> =>
 
 /** The stream's pull for as long as the scope lives (its release runs when the scope closes). */
 export const pullOf = <A, E>(stream: Stream.Stream<A, E>): Effect.Effect<Pull<A, E>, never, Scope.Scope> => {
-  const origin = (stream as { readonly [ORIGIN]?: Origin<A, E> })[ORIGIN]
-  if (origin === undefined) return Stream.toPull(stream)
+  const origin = originOf(stream)
   return Effect.as(Effect.addFinalizer(() => origin.release), origin.pull)
 }
 

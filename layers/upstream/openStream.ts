@@ -7,8 +7,7 @@
  * also opens it, so the opening and the wait for the first content end by the
  * attempt's end, and every later pull within the idle limit too.
  */
-import type { Chunk } from "effect"
-import { Effect, ExecutionStrategy, Exit, Option, Scope } from "effect"
+import { type Chunk, Effect, ExecutionStrategy, Exit, Option, Scope } from "effect"
 import type { ChatChunk, ChatRequest } from "../../services/Chat.ts"
 import type { UpstreamFailure } from "../../services/Providers.ts"
 import { originOf, type Pull, pulledStream, pullOf } from "../../services/pulledStream.ts"
