@@ -8,17 +8,19 @@ import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { PGlite } from "@electric-sql/pglite"
-import { createPgConfig } from "@electric-sql/pglite/node-postgres"
+import { Effect, Exit, Scope } from "effect"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { pglitePoolOptions } from "../layers/storage/pgliteConnection.ts"
+import { openPgliteWorker } from "../layers/storage/pgliteWorker.ts"
 import { PreparingClient } from "../layers/storage/preparingClient.ts"
 
 const serverUrl = process.env.DATABASE_URL || undefined
 let pool: pg.Pool
 /** One client held throughout, as the app's SqlClient uses them (`pool.query` ends a client on any error). */
 let client: pg.PoolClient
-let pglite: PGlite | undefined
+/** The embedded database's worker, open for the file. */
+const embedded = Effect.runSync(Scope.make())
 let dir: string | undefined
 const table = `prep_${randomBytes(4).toString("hex")}`
 
@@ -27,8 +29,8 @@ beforeAll(async () => {
     pool = new pg.Pool({ connectionString: serverUrl, max: 1, Client: PreparingClient } as pg.PoolConfig)
   } else {
     dir = mkdtempSync(join(tmpdir(), "svc-test-prep-"))
-    pglite = await PGlite.create(dir)
-    pool = new pg.Pool({ ...createPgConfig(pglite), max: 1, Client: PreparingClient } as pg.PoolConfig)
+    const exchange = await Effect.runPromise(Scope.extend(Effect.map(openPgliteWorker(dir), (open) => open.exchange), embedded))
+    pool = new pg.Pool(pglitePoolOptions(exchange, PreparingClient))
   }
   client = await pool.connect()
   await client.query(`CREATE TABLE ${table} (a int)`)
@@ -38,7 +40,7 @@ afterAll(async () => {
   await client?.query(`DROP TABLE IF EXISTS ${table}`)
   client?.release()
   await pool?.end()
-  await pglite?.close()
+  await Effect.runPromise(Scope.close(embedded, Exit.void))
   if (dir !== undefined) rmSync(dir, { recursive: true, force: true })
 })
 

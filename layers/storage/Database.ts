@@ -7,21 +7,20 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { PgClient } from "@effect/sql-pg"
-import { PGlite } from "@electric-sql/pglite"
-import { vector } from "@electric-sql/pglite-pgvector"
-import { createPgConfig } from "@electric-sql/pglite/node-postgres"
 import { SqlError } from "@effect/sql/SqlError"
 import { Cause, Data, Effect, Layer, Redacted } from "effect"
 import pg from "pg"
 import { AppConfig, type DatabaseSettings } from "../../services/Config.ts"
 import { isDatabaseOutage } from "../../services/DatabaseStatus.ts"
+import { pglitePoolOptions } from "./pgliteConnection.ts"
+import { openPgliteWorker, type ProtocolExchange } from "./pgliteWorker.ts"
 import { PreparingClient } from "./preparingClient.ts"
 
-/** A SqlClient over an open PGlite instance (owned by the caller). PGlite takes one connection only. */
-export const pgliteSqlClient = (pglite: PGlite) =>
+/** A SqlClient over embedded PGlite, open in its worker (owned by the caller). PGlite takes one connection only. */
+export const pgliteSqlClient = (exchange: ProtocolExchange) =>
   PgClient.layerFromPool({
     acquire: Effect.acquireRelease(
-      Effect.sync(() => new pg.Pool({ ...createPgConfig(pglite), max: 1, Client: PreparingClient } as pg.PoolConfig)),
+      Effect.sync(() => new pg.Pool(pglitePoolOptions(exchange, PreparingClient))),
       (pool) => Effect.promise(() => pool.end())
     )
   })
@@ -127,16 +126,9 @@ const lockDataDir = (dataDir: string) =>
     (lockFile) => Effect.sync(() => rmSync(lockFile, { force: true }))
   )
 
-/** Opens (or creates) the embedded database in `dataDir` for as long as the scope lives. */
+/** Opens (or creates) the embedded database in `dataDir`, in a worker thread, for as long as the scope lives. */
 export const openPglite = (dataDir: string) =>
-  Effect.zipRight(
-    lockDataDir(dataDir),
-    Effect.acquireRelease(
-      // pgvector ships as a PGlite extension: vector search runs in the database (layers/knowledge/vectorSearch.ts).
-      Effect.promise(() => PGlite.create(dataDir, { extensions: { vector } })),
-      (pglite) => Effect.promise(() => pglite.close())
-    )
-  )
+  Effect.zipRight(lockDataDir(dataDir), Effect.map(openPgliteWorker(dataDir), (open) => open.exchange))
 
 export const DatabaseLive = Layer.unwrapScoped(
   Effect.gen(function*() {
