@@ -47,10 +47,15 @@ const originOfPlain = <A, E>(stream: Stream.Stream<A, E>): Origin<A, E> => {
 export const originOf = <A, E>(stream: Stream.Stream<A, E>): Origin<A, E> =>
   (stream as { readonly [ORIGIN]?: Origin<A, E> })[ORIGIN] ?? originOfPlain(stream)
 
-/** The stream's pull for as long as the scope lives (its release runs when the scope closes). */
+/**
+ * The stream's pull for as long as the scope lives (its release runs when the scope closes). The
+ * release goes on the scope as it is: `Effect.addFinalizer` would restore this fiber's refs around
+ * it, diffing them and the whole service context twice, which a release that frees a request
+ * does not need (docs/performance.md).
+ */
 export const pullOf = <A, E>(stream: Stream.Stream<A, E>): Effect.Effect<Pull<A, E>, never, Scope.Scope> => {
   const origin = originOf(stream)
-  return Effect.as(Effect.addFinalizer(() => origin.release), origin.pull)
+  return Effect.flatMap(Effect.scope, (scope) => Effect.as(Scope.addFinalizer(scope, origin.release), origin.pull))
 }
 
 /** A stage over `stream`'s pull (the stream's release is the source's). */
