@@ -21,6 +21,7 @@ import { Ids } from "../../services/Ids.ts"
 import { Ledger, type Receipt, type Reservation } from "../../services/Ledger.ts"
 import { makeSerialBatches } from "../storage/serialBatches.ts"
 import { makeRelease, makeRenew, sweepExpired } from "./ledgerRelease.ts"
+import { PgPool, poolStatements } from "../storage/pgPool.ts"
 import { makeReserveBatch } from "./ledgerReserve.ts"
 import { type LedgerItem, type ReceiptRow, type ReserveItem, toReceipt } from "./ledgerRows.ts"
 import { makeSettleBatch } from "./ledgerSettle.ts"
@@ -36,8 +37,10 @@ export const LedgerPg = Layer.scoped(
     const { file } = yield* AppConfig
     const lease = file.billing.reservationLeaseSeconds
 
-    const reserveBatch = makeReserveBatch(sql, ids, lease)
-    const settleBatch = makeSettleBatch(sql, ids)
+    // The two statements of every call go on the pool directly (layers/storage/pgPool.ts).
+    const onPool = poolStatements(yield* PgPool)
+    const reserveBatch = makeReserveBatch(onPool, ids, lease)
+    const settleBatch = makeSettleBatch(onPool, sql, ids)
 
     const reserveOrFail = (accountId: string, items: ReadonlyArray<ReserveItem>) =>
       Effect.map(Effect.exit(reserveBatch(accountId, items)), (exit) =>

@@ -4,19 +4,56 @@
  * so concurrent calls in any number of processes never reserve more than
  * there is. Each call gets a `payment.reserved` or `payment.insufficient_funds` event.
  */
-import type { SqlClient } from "@effect/sql"
 import { Effect, Exit } from "effect"
 import type { InsufficientFunds } from "../../services/ApiError.ts"
 import type { Ids } from "../../services/Ids.ts"
 import type { Reservation } from "../../services/Ledger.ts"
 import { formatUsd } from "../../services/Money.ts"
 import { cannotCover } from "./ledgerRefusals.ts"
+import type { StatementRunner } from "../storage/pgPool.ts"
 import type { ReserveItem } from "./ledgerRows.ts"
 
 const usd = formatUsd
 
+/**
+ * The reservation of a batch: $1 the calls (JSON: ord, id, request_id, amount, event_id), $2 the
+ * account, $3 the lease in seconds. Answers the reservations made.
+ */
+const RESERVE = `
+  WITH RECURSIVE input AS (
+    SELECT * FROM jsonb_to_recordset($1::jsonb)
+      AS x(ord int, id text, request_id text, amount numeric, event_id text)
+  ), locked AS (
+    SELECT balance_usd - reserved_usd AS available FROM accounts WHERE id = $2 FOR UPDATE
+  ), walk (ord, remaining, admitted) AS (
+    SELECT 0, available, false FROM locked
+    UNION ALL
+    SELECT input.ord,
+           CASE WHEN input.amount <= walk.remaining THEN walk.remaining - input.amount ELSE walk.remaining END,
+           input.amount <= walk.remaining
+    FROM walk JOIN input ON input.ord = walk.ord + 1
+  ), admitted AS (
+    SELECT input.* FROM input JOIN walk USING (ord) WHERE walk.admitted
+  ), held AS (
+    UPDATE accounts SET reserved_usd = reserved_usd + (SELECT sum(amount) FROM admitted)
+    WHERE id = $2 AND EXISTS (SELECT 1 FROM admitted)
+  ), reservation AS (
+    INSERT INTO reservations (id, account_id, request_id, amount_usd, expires_at)
+    SELECT id, $2, request_id, amount, now() + make_interval(secs => $3) FROM admitted
+    RETURNING id, created_at
+  ), event AS (
+    INSERT INTO events (id, type, account_id, request_id, receipt_id, data)
+    SELECT event_id, 'payment.reserved', $2, request_id, id, jsonb_build_object('amount_usd', amount::text)
+    FROM admitted
+    UNION ALL
+    SELECT event_id, 'payment.insufficient_funds', $2, request_id, NULL,
+           jsonb_build_object('estimated_usd', amount::text)
+    FROM input WHERE ord NOT IN (SELECT ord FROM admitted)
+  )
+  SELECT id, created_at FROM reservation`
+
 /** `lease`: seconds a reservation stays open before the sweeper may release it. */
-export const makeReserveBatch = (sql: SqlClient.SqlClient, ids: typeof Ids.Service, lease: number) =>
+export const makeReserveBatch = (run: StatementRunner, ids: typeof Ids.Service, lease: number) =>
   (accountId: string, items: ReadonlyArray<ReserveItem>) =>
     Effect.gen(function*() {
       const input = items.map((item, i) => ({
@@ -26,38 +63,9 @@ export const makeReserveBatch = (sql: SqlClient.SqlClient, ids: typeof Ids.Servi
         amount: usd(item.amount),
         event_id: ids.make("evt")
       }))
-      const rows = yield* sql<{ id: string; created_at: Date }>`
-        WITH RECURSIVE input AS (
-          SELECT * FROM jsonb_to_recordset(${JSON.stringify(input)}::jsonb)
-            AS x(ord int, id text, request_id text, amount numeric, event_id text)
-        ), locked AS (
-          SELECT balance_usd - reserved_usd AS available FROM accounts WHERE id = ${accountId} FOR UPDATE
-        ), walk (ord, remaining, admitted) AS (
-          SELECT 0, available, false FROM locked
-          UNION ALL
-          SELECT input.ord,
-                 CASE WHEN input.amount <= walk.remaining THEN walk.remaining - input.amount ELSE walk.remaining END,
-                 input.amount <= walk.remaining
-          FROM walk JOIN input ON input.ord = walk.ord + 1
-        ), admitted AS (
-          SELECT input.* FROM input JOIN walk USING (ord) WHERE walk.admitted
-        ), held AS (
-          UPDATE accounts SET reserved_usd = reserved_usd + (SELECT sum(amount) FROM admitted)
-          WHERE id = ${accountId} AND EXISTS (SELECT 1 FROM admitted)
-        ), reservation AS (
-          INSERT INTO reservations (id, account_id, request_id, amount_usd, expires_at)
-          SELECT id, ${accountId}, request_id, amount, now() + make_interval(secs => ${lease}) FROM admitted
-          RETURNING id, created_at
-        ), event AS (
-          INSERT INTO events (id, type, account_id, request_id, receipt_id, data)
-          SELECT event_id, 'payment.reserved', ${accountId}, request_id, id, jsonb_build_object('amount_usd', amount::text)
-          FROM admitted
-          UNION ALL
-          SELECT event_id, 'payment.insufficient_funds', ${accountId}, request_id, NULL,
-                 jsonb_build_object('estimated_usd', amount::text)
-          FROM input WHERE ord NOT IN (SELECT ord FROM admitted)
-        )
-        SELECT id, created_at FROM reservation`.pipe(Effect.orDie)
+      const rows = yield* run<{ id: string; created_at: Date }>(RESERVE, [JSON.stringify(input), accountId, lease]).pipe(
+        Effect.orDie
+      )
       const reservedAt = new Map(rows.map((row) => [row.id, row.created_at]))
       return items.map((item, i): Exit.Exit<Reservation, InsufficientFunds> => {
         const { id } = input[i]!

@@ -14,6 +14,7 @@ import type { Ids } from "../../services/Ids.ts"
 import type { Receipt } from "../../services/Ledger.ts"
 import { isDatabaseOutage } from "../../services/DatabaseStatus.ts"
 import { formatUsd, fromNumericColumn, type Nanos } from "../../services/Money.ts"
+import type { StatementRunner } from "../storage/pgPool.ts"
 import { billProblem, refusedBill } from "./billCheck.ts"
 import { lineItemColumn, type SettleItem, settledReceipt, type SettledRow } from "./ledgerRows.ts"
 
@@ -21,8 +22,83 @@ const money = fromNumericColumn
 const usd = formatUsd
 const min = (a: Nanos, b: Nanos) => (a < b ? a : b)
 
-/** Settles one account's calls; answers each call's exit, in order. */
-export const makeSettleBatch = (sql: SqlClient.SqlClient, ids: typeof Ids.Service) => {
+/**
+ * The settlement of a batch, in one statement: $1 the calls (JSON, `settlementInput`), $2 the
+ * account. Closes each open reservation, charges its bill (an overage event where that is more
+ * than it held), and writes the receipts, their ledger entries and events. A call whose
+ * reservation is not open gets no receipt row back.
+ */
+const SETTLE = `
+  WITH input AS (
+    SELECT * FROM jsonb_to_recordset($1::jsonb)
+      AS x(
+        ord int, id text, request_id text, endpoint text, model text, tier text, privacy_class text,
+        input_tokens int, output_tokens int, input_price numeric, output_price numeric, upstream numeric,
+        total numeric, estimated numeric, reserved_at timestamptz, attempts jsonb, provider_id text,
+        entry_id text, settled_event_id text, receipt_event_id text, overage_event_id text, call_events jsonb,
+        attestation_verdicts jsonb, line_items jsonb, key_id text)
+  ), closed AS (
+    UPDATE reservations SET status = 'settled', closed_at = now()
+    FROM input
+    WHERE reservations.id = input.id AND reservations.account_id = $2 AND reservations.status = 'open'
+    RETURNING reservations.id, reservations.amount_usd
+  ), billed AS (
+    SELECT input.*, input.total AS charge, closed.amount_usd AS held
+    FROM input JOIN closed USING (id)
+  ), charged AS (
+    UPDATE accounts
+    SET balance_usd = balance_usd - (SELECT sum(charge) FROM billed),
+        reserved_usd = reserved_usd - (SELECT sum(held) FROM billed)
+    WHERE id = $2 AND EXISTS (SELECT 1 FROM billed)
+    RETURNING balance_usd + (SELECT sum(charge) FROM billed) AS balance_before
+  ), receipt AS (
+    INSERT INTO receipts (
+      id, account_id, request_id, endpoint, model, tier, privacy_class, input_tokens, output_tokens,
+      input_per_mtok_usd, output_per_mtok_usd, upstream_usd, margin_usd, total_usd, estimated_usd,
+      reserved_at, balance_after_usd, attempts, provider_id, attestation_verdicts, line_items, key_id)
+    SELECT
+      id, $2, request_id, endpoint, model, tier, privacy_class, input_tokens, output_tokens,
+      input_price, output_price, upstream, charge - upstream, charge, estimated, reserved_at,
+      charged.balance_before - sum(charge) OVER (ORDER BY ord), attempts, provider_id, attestation_verdicts,
+      line_items, key_id
+    FROM billed, charged
+    RETURNING *
+  ), entry AS (
+    INSERT INTO ledger_entries (id, account_id, kind, amount_usd, reference, balance_after_usd)
+    SELECT billed.entry_id, $2, 'charge', -receipt.total_usd, receipt.id, receipt.balance_after_usd
+    FROM receipt JOIN billed USING (id)
+  ), event AS (
+    INSERT INTO events (id, type, account_id, request_id, receipt_id, data)
+    SELECT billed.settled_event_id, 'payment.settled', $2, receipt.request_id, receipt.id,
+           jsonb_build_object(
+             'total_usd', receipt.total_usd::text,
+             'released_usd', greatest(receipt.estimated_usd - receipt.total_usd, 0)::numeric(38, 9)::text)
+    FROM receipt JOIN billed USING (id)
+    UNION ALL
+    SELECT billed.overage_event_id, 'payment.overage', $2, receipt.request_id, receipt.id,
+           jsonb_build_object(
+             'held_usd', billed.held::text,
+             'charged_usd', receipt.total_usd::text,
+             'overage_usd', (receipt.total_usd - billed.held)::text)
+    FROM receipt JOIN billed USING (id) WHERE receipt.total_usd > billed.held
+    UNION ALL
+    SELECT billed.receipt_event_id, 'receipt.created', $2, receipt.request_id, receipt.id,
+           jsonb_build_object('model', receipt.model, 'total_usd', receipt.total_usd::text)
+    FROM receipt JOIN billed USING (id)
+    UNION ALL
+    SELECT call_event.id, call_event.type, $2, receipt.request_id, receipt.id, call_event.data
+    FROM receipt JOIN billed USING (id),
+         jsonb_to_recordset(billed.call_events) AS call_event(id text, type text, data jsonb)
+  )
+  SELECT id, total_usd, balance_after_usd, created_at, settled_at FROM receipt`
+
+/**
+ * Settles one account's calls; answers each call's exit, in order. `run` runs the batch statements
+ * (on the pool); a call the sweeper got to first is settled in a transaction of `sql`.
+ */
+export const makeSettleBatch = (run: StatementRunner, sql: SqlClient.SqlClient, ids: typeof Ids.Service) => {
+  const sqlStatements: StatementRunner = (text, values) => sql.unsafe(text, values)
+
   /** The settlement row of one call, as the batch statement reads it. */
   const settlementInput = ({ bill, reservation }: SettleItem, ord: number) => ({
     ord,
@@ -53,74 +129,14 @@ export const makeSettleBatch = (sql: SqlClient.SqlClient, ids: typeof Ids.Servic
   })
 
   /**
-   * Settles calls of one account in one statement: close each open reservation, charge its bill
-   * (an overage event where that is more than it held), and write the receipts, their ledger
-   * entries and events. A call whose reservation is not open gets no receipt row back.
+   * Settles calls of one account in one statement (`SETTLE`), on the pool or, `inTransaction`,
+   * on the transaction's connection.
    */
-  const settleStatement = (accountId: string, items: ReadonlyArray<SettleItem>) =>
-    sql<SettledRow>`
-      WITH input AS (
-        SELECT * FROM jsonb_to_recordset(${JSON.stringify(items.map((item, i) => settlementInput(item, i + 1)))}::jsonb)
-          AS x(
-            ord int, id text, request_id text, endpoint text, model text, tier text, privacy_class text,
-            input_tokens int, output_tokens int, input_price numeric, output_price numeric, upstream numeric,
-            total numeric, estimated numeric, reserved_at timestamptz, attempts jsonb, provider_id text,
-            entry_id text, settled_event_id text, receipt_event_id text, overage_event_id text, call_events jsonb,
-            attestation_verdicts jsonb, line_items jsonb, key_id text)
-      ), closed AS (
-        UPDATE reservations SET status = 'settled', closed_at = now()
-        FROM input
-        WHERE reservations.id = input.id AND reservations.account_id = ${accountId} AND reservations.status = 'open'
-        RETURNING reservations.id, reservations.amount_usd
-      ), billed AS (
-        SELECT input.*, input.total AS charge, closed.amount_usd AS held
-        FROM input JOIN closed USING (id)
-      ), charged AS (
-        UPDATE accounts
-        SET balance_usd = balance_usd - (SELECT sum(charge) FROM billed),
-            reserved_usd = reserved_usd - (SELECT sum(held) FROM billed)
-        WHERE id = ${accountId} AND EXISTS (SELECT 1 FROM billed)
-        RETURNING balance_usd + (SELECT sum(charge) FROM billed) AS balance_before
-      ), receipt AS (
-        INSERT INTO receipts (
-          id, account_id, request_id, endpoint, model, tier, privacy_class, input_tokens, output_tokens,
-          input_per_mtok_usd, output_per_mtok_usd, upstream_usd, margin_usd, total_usd, estimated_usd,
-          reserved_at, balance_after_usd, attempts, provider_id, attestation_verdicts, line_items, key_id)
-        SELECT
-          id, ${accountId}, request_id, endpoint, model, tier, privacy_class, input_tokens, output_tokens,
-          input_price, output_price, upstream, charge - upstream, charge, estimated, reserved_at,
-          charged.balance_before - sum(charge) OVER (ORDER BY ord), attempts, provider_id, attestation_verdicts,
-          line_items, key_id
-        FROM billed, charged
-        RETURNING *
-      ), entry AS (
-        INSERT INTO ledger_entries (id, account_id, kind, amount_usd, reference, balance_after_usd)
-        SELECT billed.entry_id, ${accountId}, 'charge', -receipt.total_usd, receipt.id, receipt.balance_after_usd
-        FROM receipt JOIN billed USING (id)
-      ), event AS (
-        INSERT INTO events (id, type, account_id, request_id, receipt_id, data)
-        SELECT billed.settled_event_id, 'payment.settled', ${accountId}, receipt.request_id, receipt.id,
-               jsonb_build_object(
-                 'total_usd', receipt.total_usd::text,
-                 'released_usd', greatest(receipt.estimated_usd - receipt.total_usd, 0)::numeric(38, 9)::text)
-        FROM receipt JOIN billed USING (id)
-        UNION ALL
-        SELECT billed.overage_event_id, 'payment.overage', ${accountId}, receipt.request_id, receipt.id,
-               jsonb_build_object(
-                 'held_usd', billed.held::text,
-                 'charged_usd', receipt.total_usd::text,
-                 'overage_usd', (receipt.total_usd - billed.held)::text)
-        FROM receipt JOIN billed USING (id) WHERE receipt.total_usd > billed.held
-        UNION ALL
-        SELECT billed.receipt_event_id, 'receipt.created', ${accountId}, receipt.request_id, receipt.id,
-               jsonb_build_object('model', receipt.model, 'total_usd', receipt.total_usd::text)
-        FROM receipt JOIN billed USING (id)
-        UNION ALL
-        SELECT call_event.id, call_event.type, ${accountId}, receipt.request_id, receipt.id, call_event.data
-        FROM receipt JOIN billed USING (id),
-             jsonb_to_recordset(billed.call_events) AS call_event(id text, type text, data jsonb)
-      )
-      SELECT id, total_usd, balance_after_usd, created_at, settled_at FROM receipt`
+  const settleStatement = (accountId: string, items: ReadonlyArray<SettleItem>, inTransaction = false) =>
+    (inTransaction ? sqlStatements : run)<SettledRow>(SETTLE, [
+      JSON.stringify(items.map((item, i) => settlementInput(item, i + 1))),
+      accountId
+    ])
 
   /**
    * The sweeper freed the reservation first (the call outlived its lease), so it holds nothing:
@@ -142,7 +158,7 @@ export const makeSettleBatch = (sql: SqlClient.SqlClient, ids: typeof Ids.Servic
         )
         UPDATE accounts SET reserved_usd = reserved_usd + ${hold}::numeric
         FROM reopened WHERE accounts.id = reopened.account_id`
-      const [row] = yield* settleStatement(accountId, [item])
+      const [row] = yield* settleStatement(accountId, [item], true)
       if (row === undefined) return yield* Effect.dieMessage(`Reservation ${id} was settled already.`)
       return settledReceipt(item, row)
     }).pipe(sql.withTransaction, Effect.orDie)

@@ -13,17 +13,20 @@ import pg from "pg"
 import { AppConfig, type DatabaseSettings } from "../../services/Config.ts"
 import { isDatabaseOutage } from "../../services/DatabaseStatus.ts"
 import { pglitePoolOptions } from "./pgliteConnection.ts"
+import { PgPool } from "./pgPool.ts"
 import { openPgliteWorker, type ProtocolExchange } from "./pgliteWorker.ts"
 import { PreparingClient } from "./preparingClient.ts"
 
-/** A SqlClient over embedded PGlite, open in its worker (owned by the caller). PGlite takes one connection only. */
-export const pgliteSqlClient = (exchange: ProtocolExchange) =>
-  PgClient.layerFromPool({
-    acquire: Effect.acquireRelease(
-      Effect.sync(() => new pg.Pool(pglitePoolOptions(exchange, PreparingClient))),
-      (pool) => Effect.promise(() => pool.end())
-    )
-  })
+/** The app's SqlClient on `pool`, and the pool itself for the ledger's hot statements (pgPool.ts). */
+const sqlOnPool = (pool: pg.Pool) =>
+  Layer.merge(PgClient.layerFromPool({ acquire: Effect.succeed(pool) }), Layer.succeed(PgPool, pool))
+
+/** A pool on embedded PGlite, open in its worker (owned by the caller). PGlite takes one connection only. */
+const pglitePool = (exchange: ProtocolExchange) =>
+  Effect.acquireRelease(
+    Effect.sync(() => new pg.Pool(pglitePoolOptions(exchange, PreparingClient))),
+    (pool) => Effect.promise(() => pool.end())
+  )
 
 /** A start that cannot go on: the database refused us (a config mistake), or stayed unreachable too long. */
 export class DatabaseNotReady extends Data.TaggedError("DatabaseNotReady")<{ readonly reason: string }> {
@@ -136,10 +139,9 @@ export const DatabaseLive = Layer.unwrapScoped(
     if (config.databaseUrl !== undefined) {
       // Waited for here, outside the SqlClient layer, so a start that gives up fails with its own line.
       yield* Effect.logInfo("connecting to the PostgreSQL database at DATABASE_URL")
-      const pool = yield* serverPool(config.databaseUrl, config.file.database)
-      return PgClient.layerFromPool({ acquire: Effect.succeed(pool) })
+      return sqlOnPool(yield* serverPool(config.databaseUrl, config.file.database))
     }
     yield* Effect.logInfo(`opening the embedded database in ${config.dataDir} (the first start creates it; a few seconds)`)
-    return pgliteSqlClient(yield* openPglite(config.dataDir))
+    return sqlOnPool(yield* pglitePool(yield* openPglite(config.dataDir)))
   })
 )
