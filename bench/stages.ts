@@ -27,16 +27,36 @@ import { principalOf } from "../src/http/SecurityLive.ts"
 import { freshDatabase } from "../test/support/database.ts"
 import { startGateway } from "../test/support/gateway.ts"
 
-/** `BENCH_STAGE_PROF=<part of a stage's name>`: a CPU profile of that stage's runs (to read with profileStages.ts). */
+/**
+ * `BENCH_STAGE_PROF=<part of a stage's name>`: a CPU profile of that stage's runs (to read with
+ * profileStages.ts); with `BENCH_STAGE_HEAP=1`, a sampling heap profile of what they allocate
+ * instead, objects the collector freed included (a `.heapprofile`, for Chrome's memory tools).
+ */
 const profiling = (() => {
   const session = new Session()
   return {
     start: async () => {
       session.connect()
+      if (process.env.BENCH_STAGE_HEAP) {
+        await session.post("HeapProfiler.enable")
+        // Node's types predate the two flags; without them only what survives is counted.
+        await (session.post as any)("HeapProfiler.startSampling", {
+          samplingInterval: 4096,
+          includeObjectsCollectedByMajorGC: true,
+          includeObjectsCollectedByMinorGC: true
+        })
+        return
+      }
       await session.post("Profiler.enable")
       await session.post("Profiler.start")
     },
     stop: async (file: string) => {
+      if (process.env.BENCH_STAGE_HEAP) {
+        const { profile } = await (session.post as any)("HeapProfiler.stopSampling")
+        writeFileSync(file.replace(/cpuprofile$/, "heapprofile"), JSON.stringify(profile))
+        session.disconnect()
+        return
+      }
       const { profile } = await session.post("Profiler.stop")
       writeFileSync(file, JSON.stringify(profile))
       session.disconnect()
