@@ -10,7 +10,8 @@
  * - A settlement statement closes the reservations (each once), charges, and
  *   writes the ledger entries, receipts and events (ledgerSettle.ts); a bad
  *   settlement fails alone, never its batch or the turn's reservations.
- * Releases, lease renewals and the lease sweep are single statements (ledgerRelease.ts).
+ * Releases, lease renewals and the lease sweep are single statements (ledgerRelease.ts). The
+ * reservation and settlement statements, two per call, run on the pool directly (pgPool.ts).
  */
 import { SqlClient } from "@effect/sql"
 import { Cause, Effect, Exit, Layer } from "effect"
@@ -19,9 +20,9 @@ import { receiptNotFound } from "./ledgerRefusals.ts"
 import { AppConfig } from "../../services/Config.ts"
 import { Ids } from "../../services/Ids.ts"
 import { Ledger, type Receipt, type Reservation } from "../../services/Ledger.ts"
+import { PgPool, poolStatements } from "../storage/pgPool.ts"
 import { makeSerialBatches } from "../storage/serialBatches.ts"
 import { makeRelease, makeRenew, sweepExpired } from "./ledgerRelease.ts"
-import { PgPool, poolStatements } from "../storage/pgPool.ts"
 import { makeReserveBatch } from "./ledgerReserve.ts"
 import { type LedgerItem, type ReceiptRow, type ReserveItem, toReceipt } from "./ledgerRows.ts"
 import { makeSettleBatch } from "./ledgerSettle.ts"

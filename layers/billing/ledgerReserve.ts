@@ -9,8 +9,8 @@ import type { InsufficientFunds } from "../../services/ApiError.ts"
 import type { Ids } from "../../services/Ids.ts"
 import type { Reservation } from "../../services/Ledger.ts"
 import { formatUsd } from "../../services/Money.ts"
-import { cannotCover } from "./ledgerRefusals.ts"
 import type { StatementRunner } from "../storage/pgPool.ts"
+import { cannotCover } from "./ledgerRefusals.ts"
 import type { ReserveItem } from "./ledgerRows.ts"
 
 const usd = formatUsd

@@ -97,7 +97,8 @@ const SETTLE = `
  * (on the pool); a call the sweeper got to first is settled in a transaction of `sql`.
  */
 export const makeSettleBatch = (run: StatementRunner, sql: SqlClient.SqlClient, ids: typeof Ids.Service) => {
-  const sqlStatements: StatementRunner = (text, values) => sql.unsafe(text, values)
+  /** Statements on the connection of the transaction they run in. */
+  const inTransaction: StatementRunner = (text, values) => sql.unsafe(text, values)
 
   /** The settlement row of one call, as the batch statement reads it. */
   const settlementInput = ({ bill, reservation }: SettleItem, ord: number) => ({
@@ -128,12 +129,9 @@ export const makeSettleBatch = (run: StatementRunner, sql: SqlClient.SqlClient, 
     call_events: (bill.events ?? []).map((event) => ({ id: ids.make("evt"), type: event.type, data: event.data }))
   })
 
-  /**
-   * Settles calls of one account in one statement (`SETTLE`), on the pool or, `inTransaction`,
-   * on the transaction's connection.
-   */
-  const settleStatement = (accountId: string, items: ReadonlyArray<SettleItem>, inTransaction = false) =>
-    (inTransaction ? sqlStatements : run)<SettledRow>(SETTLE, [
+  /** Settles calls of one account in one statement (`SETTLE`), on the pool unless `on` says otherwise. */
+  const settleStatement = (accountId: string, items: ReadonlyArray<SettleItem>, on: StatementRunner = run) =>
+    on<SettledRow>(SETTLE, [
       JSON.stringify(items.map((item, i) => settlementInput(item, i + 1))),
       accountId
     ])
@@ -158,7 +156,7 @@ export const makeSettleBatch = (run: StatementRunner, sql: SqlClient.SqlClient, 
         )
         UPDATE accounts SET reserved_usd = reserved_usd + ${hold}::numeric
         FROM reopened WHERE accounts.id = reopened.account_id`
-      const [row] = yield* settleStatement(accountId, [item], true)
+      const [row] = yield* settleStatement(accountId, [item], inTransaction)
       if (row === undefined) return yield* Effect.dieMessage(`Reservation ${id} was settled already.`)
       return settledReceipt(item, row)
     }).pipe(sql.withTransaction, Effect.orDie)

@@ -1,8 +1,10 @@
 /**
  * The one SqlClient of the app: real PostgreSQL when `DATABASE_URL` is set,
- * otherwise embedded PGlite in the data directory. Both go through the same
- * `pg` driver, so queries and type parsing are identical, and both prepare
- * each statement once per connection (layers/storage/preparingClient.ts).
+ * otherwise embedded PGlite in the data directory, run in a worker thread
+ * (pgliteWorker.ts). Both go through the same `pg` driver, so queries and
+ * type parsing are identical, and both prepare each statement once per
+ * connection (layers/storage/preparingClient.ts). The driver's pool is a
+ * service too (`PgPool`), for the ledger's hot statements.
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"

@@ -21,7 +21,7 @@ export class EmbeddedDatabaseFailed extends Data.TaggedError("EmbeddedDatabaseFa
   }
 }
 
-/** One protocol buffer in, PostgreSQL's raw answer out, in the order they were sent. */
+/** One protocol buffer in (handed over to the worker, unusable here after), PostgreSQL's raw answer out, in order. */
 export type ProtocolExchange = (message: Uint8Array<ArrayBuffer>) => Promise<Uint8Array>
 
 const WORKER_SOURCE = `
