@@ -40,7 +40,7 @@ export const AgentRunsHandlers = HttpApiBuilder.group(Api, "agentRuns", (handler
         headers: { ...billingHeaders(result.receipt), ...extra },
         body: toRunRecord(result) as unknown
       }))
-      return jsonOnce(key, run).pipe(Effect.provideService(Idempotency, idempotency))
+      return jsonOnce(idempotency, key, run)
     }
 
     return handlers

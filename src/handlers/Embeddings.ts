@@ -21,6 +21,6 @@ export const EmbeddingsHandlers = HttpApiBuilder.group(Api, "embeddings", (handl
           headers: billingHeaders(receipt),
           body: response as unknown
         }))
-        return yield* jsonOnce(key, embed).pipe(Effect.provideService(Idempotency, idempotency))
+        return yield* jsonOnce(idempotency, key, embed)
       }))
   }))

@@ -60,6 +60,6 @@ export const ResponsesHandlers = HttpApiBuilder.group(Api, "responses", (handler
           headers: billingHeaders(receipt),
           body: toResponse(completion, receipt.id) as unknown
         }))
-        return yield* jsonOnce(key, complete).pipe(Effect.provideService(Idempotency, idempotency))
+        return yield* jsonOnce(idempotency, key, complete)
       }))
   }))

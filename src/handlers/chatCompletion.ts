@@ -63,7 +63,7 @@ export const makeChatCompletion = Effect.gen(function*() {
         headers: billingHeaders(receipt),
         body: completion as unknown
       }))
-      return yield* jsonOnce(key, complete).pipe(Effect.provideService(Idempotency, idempotency))
+      return yield* jsonOnce(idempotency, key, complete)
     })
   return call
 })

@@ -2,7 +2,7 @@
 import { createHash } from "node:crypto"
 import { Effect, Stream } from "effect"
 import type { Principal } from "../../services/ApiKeys.ts"
-import { completeQuietly, type Idempotency, type IdempotencyKey, once, type StoredResponse } from "../../services/Idempotency.ts"
+import { completeQuietly, Idempotency, type IdempotencyKey, once, type StoredResponse } from "../../services/Idempotency.ts"
 import { jsonResponse } from "./jsonSlices.ts"
 
 /** The key of a billable request: the caller's account, the header, and a hash of what was asked. */
@@ -28,14 +28,19 @@ export const REPLAYED = { "idempotent-replayed": "true" } as const
 
 /**
  * A JSON response made at most once per key: without a key `run` just runs; with one, a retry
- * gets the kept first response.
+ * gets the kept first response. The service is given, not taken from the context: providing it
+ * would copy the whole service context on every call, keyed or not.
  */
-export const jsonOnce = <E, R>(key: IdempotencyKey | undefined, run: Effect.Effect<StoredResponse, E, R>) =>
+export const jsonOnce = <E, R>(
+  idempotency: Idempotency["Type"],
+  key: IdempotencyKey | undefined,
+  run: Effect.Effect<StoredResponse, E, R>
+) =>
   key === undefined
     ? Effect.map(run, (response) =>
       // Built without a second Schema pass: the gateways already return the wire shape.
       jsonResponse(response.body, { status: response.status, headers: response.headers }))
-    : Effect.map(once(key, run), ({ replayed, response }) =>
+    : Effect.map(Effect.provideService(once(key, run), Idempotency, idempotency), ({ replayed, response }) =>
       jsonResponse(response.body, {
         status: response.status,
         headers: replayed ? { ...response.headers, ...REPLAYED } : response.headers
