@@ -99,8 +99,10 @@ const startWorker = (dataDir: string) =>
       if (message instanceof Uint8Array) return pending.shift()?.resolve(message)
       if (message.ready) return settleOpening(Effect.succeed({ worker, exchange, stopped: () => stopped }))
       if (message.failed !== undefined) {
-        pending.shift()?.reject(failure(message.failed))
-        settleOpening(Effect.fail(failure(message.failed)))
+        // An exchange that failed, or else the opening.
+        const failed = failure(message.failed)
+        pending.shift()?.reject(failed)
+        settleOpening(Effect.fail(failed))
       }
     })
     const stop = (error: Error) => {
