@@ -31,6 +31,11 @@ export interface Reservation {
   readonly requestId: string
   readonly amount: Nanos
   readonly reservedAt: Date
+  /**
+   * What the account had available (balance − open reservations) right after this reservation,
+   * as the reservation saw it; a hint for the next call (Billing's overlap), never kept.
+   */
+  readonly availableAfter?: Nanos
 }
 
 export interface Attempt {

@@ -66,7 +66,7 @@ const make = Effect.gen(function*() {
         const reservation = { id, accountId, requestId, amount, reservedAt: new Date(now) }
         bank.reservations.set(id, { ...reservation, status: "open", expiresAt: now + leaseMs })
         yield* events.record({ type: "payment.reserved", accountId, requestId, receiptId: id, data: { amount_usd: usd(amount) } })
-        return reservation
+        return { ...reservation, availableAfter: account.balance - account.reserved }
       }),
 
     settle: (reservation, bill) =>

@@ -20,7 +20,13 @@ const bigintOf = (value: unknown): bigint => {
 export const encodeLine = ({ bill, reservation }: KeptSettlement): string =>
   JSON.stringify({
     v: VERSION,
-    reservation: { ...reservation, amount: nanos(reservation.amount), reservedAt: reservation.reservedAt.toISOString() },
+    reservation: {
+      id: reservation.id,
+      accountId: reservation.accountId,
+      requestId: reservation.requestId,
+      amount: nanos(reservation.amount),
+      reservedAt: reservation.reservedAt.toISOString()
+    },
     bill: {
       ...bill,
       price: { input: nanos(bill.price.input), output: bill.price.output === undefined ? null : nanos(bill.price.output) },

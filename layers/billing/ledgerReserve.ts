@@ -8,7 +8,7 @@ import { Effect, Exit } from "effect"
 import type { InsufficientFunds } from "../../services/ApiError.ts"
 import type { Ids } from "../../services/Ids.ts"
 import type { Reservation } from "../../services/Ledger.ts"
-import { formatUsd } from "../../services/Money.ts"
+import { formatUsd, fromNumericColumn } from "../../services/Money.ts"
 import type { StatementRunner } from "../storage/pgPool.ts"
 import { cannotCover } from "./ledgerRefusals.ts"
 import type { ReserveItem } from "./ledgerRows.ts"
@@ -17,7 +17,8 @@ const usd = formatUsd
 
 /**
  * The reservation of a batch: $1 the calls (JSON: ord, id, request_id, amount, event_id), $2 the
- * account, $3 the lease in seconds. Answers the reservations made.
+ * account, $3 the lease in seconds. Answers the reservations made, each with what the account
+ * had available right after it.
  */
 const RESERVE = `
   WITH RECURSIVE input AS (
@@ -50,7 +51,8 @@ const RESERVE = `
            jsonb_build_object('estimated_usd', amount::text)
     FROM input WHERE ord NOT IN (SELECT ord FROM admitted)
   )
-  SELECT id, created_at FROM reservation`
+  SELECT reservation.id, reservation.created_at, walk.remaining::text AS available_after
+  FROM reservation JOIN admitted USING (id) JOIN walk USING (ord)`
 
 /** `lease`: seconds a reservation stays open before the sweeper may release it. */
 export const makeReserveBatch = (run: StatementRunner, ids: typeof Ids.Service, lease: number) =>
@@ -63,15 +65,22 @@ export const makeReserveBatch = (run: StatementRunner, ids: typeof Ids.Service, 
         amount: usd(item.amount),
         event_id: ids.make("evt")
       }))
-      const rows = yield* run<{ id: string; created_at: Date }>(RESERVE, [JSON.stringify(input), accountId, lease]).pipe(
+      const rows = yield* run<{ id: string; created_at: Date; available_after: string }>(RESERVE, [JSON.stringify(input), accountId, lease]).pipe(
         Effect.orDie
       )
-      const reservedAt = new Map(rows.map((row) => [row.id, row.created_at]))
+      const made = new Map(rows.map((row) => [row.id, row]))
       return items.map((item, i): Exit.Exit<Reservation, InsufficientFunds> => {
         const { id } = input[i]!
-        const at = reservedAt.get(id)
-        return at !== undefined
-          ? Exit.succeed({ id, accountId, requestId: item.requestId, amount: item.amount, reservedAt: at })
+        const row = made.get(id)
+        return row !== undefined
+          ? Exit.succeed({
+            id,
+            accountId,
+            requestId: item.requestId,
+            amount: item.amount,
+            reservedAt: row.created_at,
+            availableAfter: fromNumericColumn(row.available_after)
+          })
           : Exit.fail(cannotCover(item.amount))
       })
     })

@@ -83,6 +83,22 @@ export const ledgerContract = (implementation: MoneyLayers) =>
           ])
       }))
 
+    it.effect("each reservation tells what the account had available right after it, in a batch too", () =>
+      Effect.gen(function*() {
+        const ledger = yield* Ledger
+        const account = yield* openAccount("1")
+        const reserve = (amount: string) => ledger.reserve({ accountId: account.id, requestId: "req_v", amount: usd(amount) })
+        const first = yield* reserve("0.3")
+        expect(first.availableAfter).toBe(usd("0.7"))
+        const second = yield* reserve("0.5")
+        expect(second.availableAfter).toBe(usd("0.2"))
+        // Together (LedgerPg admits all but the first in one statement): each sees the ones admitted before it.
+        const together = yield* Effect.all([reserve("0.05"), reserve("0.05"), reserve("0.05")], { concurrency: "unbounded" })
+        expect(together.map((reservation) => formatUsd(reservation.availableAfter!)).sort())
+          .toEqual(["0.050000000", "0.100000000", "0.150000000"])
+        yield* Effect.forEach([first, second, ...together], (reservation) => ledger.release(reservation))
+      }))
+
     it.effect("usage above the hold is charged in full: the balance goes below zero by the excess, with an overage event", () =>
       Effect.gen(function*() {
         const ledger = yield* Ledger
