@@ -77,6 +77,23 @@ export class Billing extends Context.Tag("svc/Billing")<Billing, {
     use: (hold: Hold) => Effect.Effect<A, E, R>
   ) => Effect.Effect<A, E | InsufficientFunds, R>
   /**
+   * `withHold` for a call whose `work` (its upstream request) may start while the hold is being
+   * taken, when this process last saw the account with ample balance (layers/billing/
+   * holdOverlap.ts); `use` gets the hold and `work`'s result. A hold refused interrupts `work`.
+   */
+  readonly withHoldDuring: <A, E, R, B, E2, R2>(
+    principal: Principal,
+    amount: Nanos,
+    work: Effect.Effect<A, E, R>,
+    use: (hold: Hold, result: A) => Effect.Effect<B, E2, R2>
+  ) => Effect.Effect<B, E | E2 | InsufficientFunds, R | R2>
+  /** `hold` with `work` alongside, as `withHoldDuring` does: the hold (for the scope) and `work`'s result. */
+  readonly holdDuring: <A, E, R>(
+    principal: Principal,
+    amount: Nanos,
+    work: Effect.Effect<A, E, R>
+  ) => Effect.Effect<readonly [Hold, A], E | InsufficientFunds, R | Scope.Scope>
+  /**
    * Settles the hold: the receipt of the call, charging what it cost (even above the hold), or,
    * when the ledger cannot be written now, the settlement kept in the journal. A usage the
    * upstream reported that is not a sane token count is billed as `estimated` instead, with a

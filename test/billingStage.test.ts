@@ -11,6 +11,7 @@ import { BillingLive } from "../layers/billing/BillingLive.ts"
 import { SettlementJournalMemory } from "../layers/billing/SettlementJournalMemory.ts"
 import { PricingLive } from "../layers/billing/PricingLive.ts"
 import { IdsLive } from "../layers/platform/IdsLive.ts"
+import { InsufficientFunds } from "../services/ApiError.ts"
 import { Billing, type ServedCall } from "../services/Billing.ts"
 import { recordingLedger, servedCall, testModel, usd } from "./support/pipeline.ts"
 import { testConfig } from "./support/testConfig.ts"
@@ -210,6 +211,57 @@ describe("billing stage", () => {
         yield* Fiber.join(drained)
         expect(recorded).toEqual(["rcpt_1"])
         yield* Fiber.join(call)
+      })
+    )
+  })
+
+  it.effect("withHoldDuring: work runs while the hold is taken only once the account was seen with twice the amount; a refused hold interrupts it", () => {
+    const ledger = recordingLedger(usd(1))
+    return withBilling(
+      ledger,
+      Effect.gen(function*() {
+        const billing = yield* Billing
+        const { log, state } = ledger
+        const working = (name: string) => Effect.sync(() => void log.push(`work ${name}`))
+        const during = (work: Effect.Effect<void>) =>
+          billing.withHoldDuring(principal, usd(0.1), work, (hold) => billing.release(hold))
+        /** Runs a call whose reservation waits on a gate; answers whether its work ran before the gate opened. */
+        const gated = (name: string) =>
+          Effect.gen(function*() {
+            const gate = yield* Deferred.make<void>()
+            state.gate = Deferred.await(gate)
+            const call = yield* Effect.fork(during(working(name)))
+            for (let i = 0; i < 20 && !log.includes(`work ${name}`); i++) yield* Effect.yieldNow()
+            const early = log.includes(`work ${name}`)
+            state.gate = undefined
+            yield* Deferred.succeed(gate, undefined)
+            yield* Fiber.join(call)
+            return early
+          })
+
+        // Not seen yet: the hold first, then the work.
+        expect(yield* gated("a")).toBe(false)
+        // Seen with $0.90 left: the work runs while the reservation is still out.
+        expect(yield* gated("b")).toBe(true)
+        expect(log).toEqual(["reserve rcpt_1", "work a", "release rcpt_1", "work b", "reserve rcpt_2", "release rcpt_2"])
+
+        // Refused (another process spent it meanwhile): 402, and the work in flight is interrupted.
+        state.available = 0n
+        const started = yield* Deferred.make<void>()
+        state.gate = Deferred.await(started)
+        const inFlight = Effect.zipRight(Deferred.succeed(started, undefined), Effect.never)
+        const refused = yield* Effect.exit(during(Effect.onInterrupt(inFlight, () => working("c interrupted"))))
+        state.gate = undefined
+        expect(refused).toStrictEqual(Exit.fail(new InsufficientFunds({ message: "no" })))
+        expect(log.at(-1)).toBe("work c interrupted")
+
+        // After a refusal the hold goes first again, and so it does when what was left is under twice the amount.
+        state.available = usd(0.25)
+        expect(yield* gated("d")).toBe(false)
+        expect(yield* gated("e")).toBe(false)
+        state.available = usd(1)
+        expect(yield* gated("f")).toBe(false)
+        expect(yield* gated("g")).toBe(true)
       })
     )
   })

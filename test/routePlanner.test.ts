@@ -59,6 +59,8 @@ const BillingEstimates = Layer.effect(
     estimate: pricing.estimateFor,
     hold: () => Effect.die("not used"),
     withHold: () => Effect.die("not used"),
+    withHoldDuring: () => Effect.die("not used"),
+    holdDuring: () => Effect.die("not used"),
     settle: () => Effect.die("not used"),
     release: () => Effect.die("not used"),
     drained: Effect.die("not used")

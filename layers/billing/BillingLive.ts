@@ -28,6 +28,7 @@ import { Metrics } from "../../services/Metrics.ts"
 import { type Bill, Ledger, receiptOf, type Reservation } from "../../services/Ledger.ts"
 import type { Nanos } from "../../services/Money.ts"
 import { Pricing, sumOfCosts } from "../../services/Pricing.ts"
+import { alongside, makeOverlapHints } from "./holdOverlap.ts"
 import { billableUsage } from "./usageCheck.ts"
 import { SettlementJournal } from "../../services/SettlementJournal.ts"
 import { acquirePlainRelease } from "../../plugins/support/plainRelease.ts"
@@ -79,6 +80,9 @@ export const BillingLive = Layer.scoped(
     )
     yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(beatMillis), beat)))
 
+    /** What each account was last seen to have available: whether a call may reserve alongside its request. */
+    const hints = makeOverlapHints()
+
     const reserve = (principal: Principal, amount: Nanos) =>
       Effect.flatMap(FiberRef.get(currentRequestId), (requestId) =>
         ledger.reserve({
@@ -87,6 +91,16 @@ export const BillingLive = Layer.scoped(
           requestId: requestId ?? ids.make("req"),
           amount
         })).pipe(
+        Effect.mapBoth({
+          onFailure: (refused) => {
+            hints.refused(principal.accountId!)
+            return refused
+          },
+          onSuccess: (reservation) => {
+            hints.saw(reservation)
+            return reservation
+          }
+        }),
         Effect.map((reservation): OpenHold => {
           unfinished++
           const hold: OpenHold = { id: reservation.id, reservation, keyId: principal.keyId, ended: false }
@@ -162,13 +176,28 @@ export const BillingLive = Layer.scoped(
         facts.privacyClass = settlement.privacyClass
       })
 
+    const hold = (principal: Principal, amount: Nanos) =>
+      acquirePlainRelease(reserve(principal, amount).pipe(stageSpan("svc.billing.hold")), release)
+    // Without a scope object: cheaper for a call whose hold ends inside `use`.
+    const withHold = <A, E, R>(principal: Principal, amount: Nanos, use: (hold: Hold) => Effect.Effect<A, E, R>) =>
+      Effect.acquireUseRelease(reserve(principal, amount).pipe(stageSpan("svc.billing.hold")), use, (hold) => release(hold))
+
     return Billing.of({
       estimate: pricing.estimateFor,
-      hold: (principal, amount) =>
-        acquirePlainRelease(reserve(principal, amount).pipe(stageSpan("svc.billing.hold")), release),
-      // Without a scope object: cheaper for a call whose hold ends inside `use`.
-      withHold: (principal, amount, use) =>
-        Effect.acquireUseRelease(reserve(principal, amount).pipe(stageSpan("svc.billing.hold")), use, (hold) => release(hold)),
+      hold,
+      withHold,
+      withHoldDuring: (principal, amount, work, use) =>
+        Effect.suspend(() => {
+          const held = <E, R>(outcome: Effect.Effect<Parameters<typeof use>[1], E, R>) =>
+            withHold(principal, amount, (hold) => Effect.flatMap(outcome, (result) => use(hold, result)))
+          return hints.claim(principal.accountId!, amount) ? alongside(work, held) : held(work)
+        }),
+      holdDuring: (principal, amount, work) =>
+        Effect.suspend(() => {
+          const held = <E, R>(outcome: Effect.Effect<Effect.Effect.Success<typeof work>, E, R>) =>
+            Effect.flatMap(hold(principal, amount), (hold) => Effect.map(outcome, (result) => [hold, result] as const))
+          return hints.claim(principal.accountId!, amount) ? alongside(work, held) : held(work)
+        }),
       settle: (held, call, recordAfter) =>
         Effect.suspend(() => {
           if (!end(held)) return Effect.dieMessage(`hold ${held.id} settled after it ended`)

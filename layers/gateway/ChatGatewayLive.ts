@@ -3,6 +3,8 @@
  *
  *   Admission → RoutePlanner (→ PrivacyPolicy) → Billing.hold → Upstream → Billing.settle → CallRecorder
  *
+ * The hold and the upstream request may run at once (Billing.withHoldDuring):
+ * nothing is answered before the hold is taken.
  * A failed or abandoned call is not billed: its hold is released when its
  * scope closes. A stream fails over until its first chunk; after that a
  * failure becomes an SSE error frame and what was delivered is billed. Every
@@ -54,19 +56,22 @@ export const ChatGatewayLive = Layer.effect(
     return ChatGateway.of({
       complete: (sent, principal) =>
         Effect.flatMap(admitted(sent, principal), ({ call, route }) =>
-          billing.withHold(principal, route.amount, (hold) => Effect.gen(function*() {
-            const answered = yield* upstream.complete(route.targets, call.request).pipe(
-              Effect.catchAll(failed(call, route))
-            )
-            return yield* endCompletion(completionServices, { admitted: call, route, hold }, answered)
-          }))).pipe(Effect.scoped),
+          billing.withHoldDuring(
+            principal,
+            route.amount,
+            upstream.complete(route.targets, call.request).pipe(Effect.catchAll(failed(call, route))),
+            (hold, answered) => endCompletion(completionServices, { admitted: call, route, hold }, answered)
+          )).pipe(Effect.scoped),
 
       stream: (sent, principal) =>
         Effect.gen(function*() {
           const { call, route } = yield* admitted(sent, principal)
           // Held for the caller's scope: a response that is never pulled (the client left first) frees it.
-          const hold = yield* billing.hold(principal, route.amount)
-          const answered = yield* upstream.stream(route.targets, call.request).pipe(Effect.catchAll(failed(call, route)))
+          const [hold, answered] = yield* billing.holdDuring(
+            principal,
+            route.amount,
+            upstream.stream(route.targets, call.request).pipe(Effect.catchAll(failed(call, route)))
+          )
           const firstChunkMs = performance.now() - answered.startedAt
           const { deployment, model } = answered.target
           const relay = new StreamRelay({

@@ -118,19 +118,34 @@ export const chatRequest = (overrides: Partial<ChatRequest> = {}): ChatRequest =
   ({ model: "svc/a", messages: [{ role: "user", content: "hello pipeline" }], ...overrides }) as ChatRequest
 
 
-/** A ledger that records every reserve, settle and release; `available` below an amount refuses it. */
+/**
+ * A ledger that records every reserve, settle and release. `state.available` below an amount
+ * refuses it; a reservation made tells `available` less its amount as what is left (the ledger
+ * keeps no balance). `state.gate`, while set, is waited on before each reservation answers.
+ */
 export const recordingLedger = (available = usd(100)) => {
   const log: Array<string> = []
   const bills: Array<Bill> = []
+  const state: { available: bigint; gate: Effect.Effect<void> | undefined } = { available, gate: undefined }
   let next = 0
   const ledger: Ledger["Type"] = {
     reserve: ({ accountId, amount, requestId }) =>
-      Effect.suspend(() => {
-        if (amount > available) return Effect.fail(new InsufficientFunds({ message: "no" }))
-        const reservation: Reservation = { id: `rcpt_${++next}`, accountId, requestId, amount, reservedAt: new Date(0) }
-        log.push(`reserve ${reservation.id}`)
-        return Effect.succeed(reservation)
-      }),
+      Effect.zipRight(
+        Effect.suspend(() => state.gate ?? Effect.void),
+        Effect.suspend(() => {
+          if (amount > state.available) return Effect.fail(new InsufficientFunds({ message: "no" }))
+          const reservation: Reservation = {
+            id: `rcpt_${++next}`,
+            accountId,
+            requestId,
+            amount,
+            reservedAt: new Date(0),
+            availableAfter: state.available - amount
+          }
+          log.push(`reserve ${reservation.id}`)
+          return Effect.succeed(reservation)
+        })
+      ),
     settle: (reservation, bill) =>
       Effect.sync(() => {
         log.push(`settle ${reservation.id}`)
@@ -147,7 +162,7 @@ export const recordingLedger = (available = usd(100)) => {
     sweepExpired: () => Effect.succeed(0),
     receipt: () => Effect.die("not used")
   }
-  return { layer: Layer.succeed(Ledger, ledger), log, bills }
+  return { layer: Layer.succeed(Ledger, ledger), log, bills, state }
 }
 
 /**
