@@ -4,8 +4,12 @@
  * An idle key runs at once, in the caller's own fiber, so a quiet account
  * pays no added latency, and a busy one sends fewer, larger statements
  * instead of queueing on its row lock.
+ *
+ * A waiting call is resumed by a callback (`Effect.async`), not a
+ * `Deferred`: making a Deferred spreads Effect's whole prototype into a new
+ * object, ~30 µs a waiting call under load here (docs/performance.md).
  */
-import { Cause, Deferred, Effect, Exit, FiberSet, type Scope } from "effect"
+import { Cause, Effect, Exit, FiberSet, type Scope } from "effect"
 
 export interface SerialBatches<I, O, E> {
   readonly submit: (key: string, item: I) => Effect.Effect<O, E>
@@ -13,7 +17,8 @@ export interface SerialBatches<I, O, E> {
 
 interface Waiting<I, O, E> {
   readonly item: I
-  readonly result: Deferred.Deferred<O, E>
+  /** Resumes the waiting call with its item's answer. */
+  readonly resume: (answer: Exit.Exit<O, E>) => void
 }
 
 /** `run` answers each item of a batch, in order; if it fails as a whole, every item gets that failure. */
@@ -33,7 +38,7 @@ export const makeSerialBatches = <I, O, E>(
         : Exit.die(Cause.squash(exit.cause))
 
     const answer = (batch: ReadonlyArray<Waiting<I, O, E>>, exit: Exit.Exit<ReadonlyArray<Exit.Exit<O, E>>>) =>
-      Effect.forEach(batch, ({ result }, i) => Deferred.done(result, itemExit(exit, i)), { discard: true })
+      Effect.sync(() => batch.forEach(({ resume }, i) => resume(itemExit(exit, i))))
 
     const drain = (key: string, first: Array<Waiting<I, O, E>>) =>
       Effect.gen(function*() {
@@ -63,10 +68,9 @@ export const makeSerialBatches = <I, O, E>(
           const waiting = queued.get(key)
           // An idle key: no fiber and no handoff, the common case of a quiet account.
           if (waiting === undefined) return Effect.uninterruptible(runAlone(key, item))
-          return Effect.flatMap(Deferred.make<O, E>(), (result) => {
-            waiting.push({ item, result })
-            return Deferred.await(result)
-          })
+          // An `Exit` is itself the effect the call resumes with. Interrupted while waiting, the
+          // call leaves its item in the batch: it runs, and its answer goes nowhere.
+          return Effect.async<O, E>((resume) => void waiting.push({ item, resume }))
         })
     }
   })
