@@ -71,4 +71,21 @@ describe("PreparingClient", () => {
     expect(outcomes.at(-1)).toEqual([{ a: 2, b: 7 }])
     expect(outcomes.filter((outcome) => typeof outcome === "string").length).toBeLessThanOrEqual(1)
   })
+
+  it("does the same for a statement with a callback, as the pool's `query` runs the ledger's", async () => {
+    const withCallback = (text: string, values: Array<unknown>) =>
+      new Promise<unknown>((resolve) =>
+        client.query(text, values, (error: Error | undefined, result: pg.QueryResult) =>
+          resolve(error ? error.message : result.rows)))
+    const text = `SELECT *, $1::int AS n FROM ${table} WHERE a = 1`
+    for (let i = 0; i < 3; i++) expect(await withCallback(text, [i])).toEqual([{ a: 1, b: 7, n: i }])
+    const mine = (await prepared()).filter((row) => row.statement === text)
+    expect(mine).toHaveLength(1)
+    expect(mine[0]!.name).toMatch(/^svc_/)
+    await client.query(`ALTER TABLE ${table} ADD COLUMN c int DEFAULT 8`)
+    const outcomes: Array<unknown> = []
+    for (let i = 0; i < 3; i++) outcomes.push(await withCallback(text, [5]))
+    expect(outcomes.at(-1)).toEqual([{ a: 1, b: 7, c: 8, n: 5 }])
+    expect(outcomes.filter((outcome) => typeof outcome === "string").length).toBeLessThanOrEqual(1)
+  })
 })

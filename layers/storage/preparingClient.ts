@@ -56,14 +56,17 @@ export class PreparingClient extends pg.Client {
     const renameIfStale = (error: unknown) => {
       if (isStalePlan(error)) this.#names.set(config, `svc_${hashOf(config)}_${(++this.#renamed).toString(36)}`)
     }
-    const named = { name, text: config, values }
     if (typeof callback === "function") {
-      return super.query(named, (error: Error | null, result: unknown) => {
+      // A query made from the text and then named: pg copies a config object property by property
+      // (a slow, dictionary-mode copy) but takes a query as it is.
+      const query = new pg.Query(config, values, (error: Error | undefined, result: unknown) => {
         if (error) renameIfStale(error)
         callback(error, result)
-      })
+      }) as pg.Query & { name?: string }
+      query.name = name
+      return super.query(query)
     }
-    return (super.query(named) as Promise<unknown>).catch((error: unknown) => {
+    return (super.query({ name, text: config, values }) as Promise<unknown>).catch((error: unknown) => {
       renameIfStale(error)
       throw error
     })
