@@ -9,7 +9,7 @@
  * "reserve before any billable call" holds, at the cost of an upstream
  * request wasted in that race. An account not seen yet, or seen short,
  * reserves first, so a caller who cannot pay never starts an upstream
- * request (docs/architecture.md, "Billing").
+ * request (docs/architecture.md, "One call, stage by stage").
  */
 import { Effect, Fiber } from "effect"
 import type { Reservation } from "../../services/Ledger.ts"

@@ -65,9 +65,10 @@ export const makeReserveBatch = (run: StatementRunner, ids: typeof Ids.Service, 
         amount: usd(item.amount),
         event_id: ids.make("evt")
       }))
-      const rows = yield* run<{ id: string; created_at: Date; available_after: string }>(RESERVE, [JSON.stringify(input), accountId, lease]).pipe(
-        Effect.orDie
-      )
+      const rows = yield* run<{ id: string; created_at: Date; available_after: string }>(
+        RESERVE,
+        [JSON.stringify(input), accountId, lease]
+      ).pipe(Effect.orDie)
       const made = new Map(rows.map((row) => [row.id, row]))
       return items.map((item, i): Exit.Exit<Reservation, InsufficientFunds> => {
         const { id } = input[i]!
