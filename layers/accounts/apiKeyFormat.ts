@@ -3,7 +3,7 @@
  * characters), its SHA-256 (the only form stored), the bootstrap operator
  * principal, and the one answer for every rejected key.
  */
-import { createHash, randomInt } from "node:crypto"
+import { hash, randomInt } from "node:crypto"
 import { Unauthorized } from "../../services/ApiError.ts"
 import type { Principal } from "../../services/ApiKeys.ts"
 
@@ -29,7 +29,8 @@ export const OPERATOR_PREFIX = "svc_admin_"
 
 export const newOperatorKey = () => `${OPERATOR_PREFIX}${randomSecret()}`
 
-export const sha256 = (text: string) => createHash("sha256").update(text).digest()
+/** One-shot (`crypto.hash`): no Hash object per call; every request's key is hashed with it. */
+export const sha256 = (text: string): Buffer => hash("sha256", text, "buffer")
 
 /** The one answer for every rejected key, so callers learn nothing about why. */
 export const rejected = new Unauthorized({ message: "The API key is missing, invalid or revoked." })
