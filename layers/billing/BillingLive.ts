@@ -96,16 +96,13 @@ export const BillingLive = Layer.scoped(
             hints.refused(principal.accountId!)
             return refused
           },
-          onSuccess: (reservation) => {
+          onSuccess: (reservation): OpenHold => {
             hints.saw(reservation)
-            return reservation
+            unfinished++
+            const hold: OpenHold = { id: reservation.id, reservation, keyId: principal.keyId, ended: false }
+            beating.add(hold)
+            return hold
           }
-        }),
-        Effect.map((reservation): OpenHold => {
-          unfinished++
-          const hold: OpenHold = { id: reservation.id, reservation, keyId: principal.keyId, ended: false }
-          beating.add(hold)
-          return hold
         })
       )
 
@@ -182,22 +179,24 @@ export const BillingLive = Layer.scoped(
     const withHold = <A, E, R>(principal: Principal, amount: Nanos, use: (hold: Hold) => Effect.Effect<A, E, R>) =>
       Effect.acquireUseRelease(reserve(principal, amount).pipe(stageSpan("svc.billing.hold")), use, (hold) => release(hold))
 
+    /** `held`, given `work`'s outcome to wait on: `work` runs alongside when the account was seen with ample balance, else first. */
+    const during = <A, E, R, B, E2, R2>(
+      principal: Principal,
+      amount: Nanos,
+      work: Effect.Effect<A, E, R>,
+      held: (outcome: Effect.Effect<A, E, R>) => Effect.Effect<B, E2, R2>
+    ) => Effect.suspend(() => (hints.claim(principal.accountId!, amount) ? alongside(work, held) : held(work)))
+
     return Billing.of({
       estimate: pricing.estimateFor,
       hold,
       withHold,
       withHoldDuring: (principal, amount, work, use) =>
-        Effect.suspend(() => {
-          const held = <E, R>(outcome: Effect.Effect<Parameters<typeof use>[1], E, R>) =>
-            withHold(principal, amount, (hold) => Effect.flatMap(outcome, (result) => use(hold, result)))
-          return hints.claim(principal.accountId!, amount) ? alongside(work, held) : held(work)
-        }),
+        during(principal, amount, work, (outcome) =>
+          withHold(principal, amount, (hold) => Effect.flatMap(outcome, (result) => use(hold, result)))),
       holdDuring: (principal, amount, work) =>
-        Effect.suspend(() => {
-          const held = <E, R>(outcome: Effect.Effect<Effect.Effect.Success<typeof work>, E, R>) =>
-            Effect.flatMap(hold(principal, amount), (hold) => Effect.map(outcome, (result) => [hold, result] as const))
-          return hints.claim(principal.accountId!, amount) ? alongside(work, held) : held(work)
-        }),
+        during(principal, amount, work, (outcome) =>
+          Effect.flatMap(hold(principal, amount), (held) => Effect.map(outcome, (result) => [held, result] as const))),
       settle: (held, call, recordAfter) =>
         Effect.suspend(() => {
           if (!end(held)) return Effect.dieMessage(`hold ${held.id} settled after it ended`)
