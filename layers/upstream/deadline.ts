@@ -8,7 +8,7 @@
  * and the caller's 504 / SSE error frame follow as for any timeout. Times
  * come from `Clock`.
  */
-import { Chunk, Clock, Effect, Exit, Option, Scope, type Stream } from "effect"
+import { Chunk, Clock, Effect, Exit, Fiber, Option, Scope, type Stream } from "effect"
 import { UpstreamFailure } from "../../services/Providers.ts"
 import { type Pull, pulledStream } from "../../services/pulledStream.ts"
 
@@ -32,13 +32,43 @@ export const callDeadline = (settings: { readonly callMs: number; readonly strea
 export const attemptEnd = (timeoutMs: number, deadline: CallDeadline) =>
   Effect.map(Clock.currentTimeMillis, (now) => Math.min(now + timeoutMs, deadline.deadlineAt))
 
-/** Fails `effect` with a timeout (interrupting it, so its scope aborts the request) unless it ends by `endAt`. */
-export const endingBy = <A, E, R>(effect: Effect.Effect<A, E, R>, endAt: number) =>
-  Effect.flatMap(Clock.currentTimeMillis, (now) =>
-    Effect.timeoutFail(effect, {
-      duration: Math.max(0, endAt - now),
-      onTimeout: () => timedOut("the attempt ran out of time", endAt - now)
-    }))
+/** The clock a runtime has unless a test swaps it for another (a `TestClock`): its timers are `setTimeout`s. */
+const liveClock = Effect.runSync(Effect.clock)
+
+/** Longer than a JavaScript timer can wait: no timer at all. */
+const LONGEST_TIMER_MS = 2 ** 31 - 1
+
+/**
+ * Fails `effect` with a timeout (interrupting it, so its scope aborts the request) unless it ends by
+ * `endAt`. The work runs in a fiber of its own that a plain timer watches: `Effect.timeoutFail`
+ * forks a second fiber to sleep, merges the winner's fiber refs back and waits for the loser to
+ * stop, which cost a JSON call more than its whole upstream request (docs/performance.md). Under
+ * another clock (a `TestClock`) it is `Effect.timeoutFail`, so tests drive it as before.
+ */
+export const endingBy = <A, E, R>(effect: Effect.Effect<A, E, R>, endAt: number): Effect.Effect<A, E | UpstreamFailure, R> =>
+  Effect.flatMap(Effect.clock, (clock) => {
+    const ms = Math.max(0, endAt - clock.unsafeCurrentTimeMillis())
+    const expired = () => timedOut("the attempt ran out of time", ms)
+    if (clock !== liveClock) return Effect.timeoutFail(effect, { duration: ms, onTimeout: expired })
+    if (ms > LONGEST_TIMER_MS) return effect
+    // The work is this fiber's child: interrupting the caller interrupts it, and waits for it to stop.
+    return Effect.flatMap(Effect.fork(effect), (work) =>
+      Effect.async<A, E | UpstreamFailure>((resume) => {
+        const ended = (exit: Exit.Exit<A, E>) => {
+          clearTimeout(timer)
+          resume(exit)
+        }
+        const timer = setTimeout(() => {
+          work.removeObserver(ended)
+          resume(Effect.zipRight(Fiber.interrupt(work), Effect.fail(expired())))
+        }, ms)
+        work.addObserver(ended)
+        return Effect.sync(() => {
+          clearTimeout(timer)
+          work.removeObserver(ended)
+        })
+      }))
+  })
 
 /** A whole attempt (an answer read to its end) within `timeoutMs` and the call's deadline. */
 export const withinAttempt = <A, E, R>(effect: Effect.Effect<A, E, R>, timeoutMs: number, deadline: CallDeadline) =>
