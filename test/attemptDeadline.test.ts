@@ -1,15 +1,20 @@
 /**
  * An attempt's deadline (layers/upstream/deadline.ts `endingBy`) on the live
  * clock, where a plain timer watches the attempt's fiber: work that ends in
- * time gives its own exit, failures included; work that outlasts its end is
- * interrupted (its finalizers have run when the timeout is seen) and fails
- * as a `timeout`; a caller that is interrupted interrupts the work; and
- * under a `TestClock` the deadline follows the test's time.
+ * time gives its own exit, failures included, and leaves no timer behind;
+ * work that outlasts its end is interrupted (its finalizers have run when
+ * the timeout is seen) and fails as a `timeout`; a caller that is
+ * interrupted interrupts the work; and under a `TestClock` the deadline
+ * follows the test's time. A stream's watchdog (`watchedPulls`) on the live
+ * clock is a timer too, and its stream's release clears it.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Clock, Deferred, Effect, Exit, Fiber, Option, TestClock } from "effect"
-import { endingBy } from "../layers/upstream/deadline.ts"
+import { Cause, Chunk, Clock, Deferred, Effect, Exit, Fiber, Option, Stream, TestClock } from "effect"
+import { endingBy, watchedPulls } from "../layers/upstream/deadline.ts"
 import { UpstreamFailure } from "../services/Providers.ts"
+
+/** Timers this process has pending. */
+const timers = () => process.getActiveResourcesInfo().filter((kind) => kind === "Timeout").length
 
 const failureOf = <A, E>(exit: Exit.Exit<A, E>) =>
   Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
@@ -21,6 +26,18 @@ describe("endingBy, on the live clock", () => {
       expect(yield* endingBy(Effect.as(Effect.sleep(5), "answered"), now + 1_000)).toBe("answered")
       const refused = new UpstreamFailure({ kind: "status", status: 503, detail: "upstream answered 503" })
       expect(failureOf(yield* Effect.exit(endingBy(Effect.fail(refused), now + 1_000)))).toBe(refused)
+    }))
+
+  it.live("leaves no timer behind once the work ended, nor once a stream's pulls were released", () =>
+    Effect.gen(function*() {
+      const before = timers()
+      const now = yield* Clock.currentTimeMillis
+      yield* endingBy(Effect.sleep(5), now + 60_000)
+      let left = 3
+      const pull = Effect.suspend(() => (left-- > 0 ? Effect.succeed(Chunk.of(left)) : Effect.fail(Option.none<UpstreamFailure>())))
+      const items = yield* Stream.runCollect(watchedPulls(Effect.succeed(pull), now + 60_000, 30_000))
+      expect(Chunk.toReadonlyArray(items)).toEqual([2, 1, 0])
+      expect(timers()).toBe(before)
     }))
 
   it.live("interrupts work that outlasts its end, then fails as a timeout", () =>

@@ -81,9 +81,10 @@ export const withinAttempt = <A, E, R>(effect: Effect.Effect<A, E, R>, timeoutMs
  * within the idle limit too. Only time spent waiting on a pull counts, never time the caller took
  * to read what came before.
  *
- * Per stream, one reader fiber opens, then pulls on demand and hands each result over, and one
- * watchdog fiber with one timer hands over a timeout instead when a wait runs too long; they start
- * on the first pull and stop when the stream is released. A hand-off is a callback resuming the
+ * Per stream, one reader fiber opens, then pulls on demand and hands each result over, and a
+ * watchdog hands over a timeout instead when a wait runs too long: on the live clock a plain timer,
+ * under another (a TestClock) a fiber sleeping on it. They start on the first pull and stop when
+ * the stream is released. A hand-off is a callback resuming the
  * waiting side (`Effect.async`), not a queue: per pull that is two resumes, no fiber, no race. A
  * race per pull (a timeout, or `Stream.interruptWhen`, which races every pull against its signal)
  * cost more than the rest of the stream, queues more than the pull itself, and a timeout of its
@@ -154,33 +155,44 @@ export const watchedPulls = <A, E>(
     })
   )
 
-  const expire = (failure: UpstreamFailure) =>
-    Effect.sync(() => {
-      expired = Exit.fail(Option.some(failure))
-      if (waiter !== undefined) handOver(expired)
-    })
-  const watchdog: Effect.Effect<void> = Effect.suspend(() => {
-    const now = clock.unsafeCurrentTimeMillis()
+  const expire = (failure: UpstreamFailure) => {
+    expired = Exit.fail(Option.some(failure))
+    if (waiter !== undefined) handOver(expired)
+  }
+  /** At `now`: the timeout to hand over, else how long until the next look. */
+  const look = (now: number): UpstreamFailure | number => {
     if (waitingSince !== undefined) {
       const idleAt = answered ? waitingSince + idleMs : Infinity
       if (now >= Math.min(endAt, idleAt)) {
-        return expire(
-          endAt <= idleAt ? timedOut("the attempt ran out of time", endAt - waitingSince) : timedOut("the stream went idle", idleMs)
-        )
+        return endAt <= idleAt
+          ? timedOut("the attempt ran out of time", endAt - waitingSince)
+          : timedOut("the stream went idle", idleMs)
       }
       // Before the first content, look again within the idle limit: content may come, and the limit apply, meanwhile.
-      return Effect.zipRight(Effect.sleep(Math.min(endAt, answered ? idleAt : now + idleMs) - now), watchdog)
+      return Math.min(endAt, answered ? idleAt : now + idleMs) - now
     }
     // Nobody waits: wake at the attempt's end (a wait under way by then fails), else look again later.
-    return Effect.zipRight(Effect.sleep(endAt > now ? Math.min(endAt, now + idleMs) - now : idleMs), watchdog)
+    return endAt > now ? Math.min(endAt, now + idleMs) - now : idleMs
+  }
+  // On the live clock the watchdog is a plain timer; under another (a TestClock), a fiber sleeping on it.
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const watch = () => {
+    const next = look(clock.unsafeCurrentTimeMillis())
+    if (typeof next !== "number") return expire(next)
+    timer = setTimeout(watch, Math.min(next, LONGEST_TIMER_MS))
+  }
+  const watchdog: Effect.Effect<void> = Effect.suspend(() => {
+    const next = look(clock.unsafeCurrentTimeMillis())
+    return typeof next === "number" ? Effect.zipRight(Effect.sleep(next), watchdog) : Effect.sync(() => expire(next))
   })
-  /** The reader's and the watchdog's, made on the first pull; the stream's release closes it. */
+  /** The reader's (and under another clock the watchdog's), made on the first pull; the stream's release closes it. */
   let fibers: Scope.CloseableScope | undefined
   const start = Effect.gen(function*() {
     clock = yield* Effect.clock
     fibers = yield* Scope.make()
     yield* Effect.forkIn(reader, fibers)
-    yield* Effect.forkIn(watchdog, fibers)
+    if (clock === liveClock) watch()
+    else yield* Effect.forkIn(watchdog, fibers)
   })
 
   const watched: Effect.Effect<Chunk.Chunk<A>, Option.Option<E | UpstreamFailure>> = Effect.suspend(() => {
@@ -205,5 +217,11 @@ export const watchedPulls = <A, E>(
       })
     })
   })
-  return pulledStream(watched, Effect.suspend(() => (fibers === undefined ? Effect.void : Scope.close(fibers, Exit.void))))
+  return pulledStream(
+    watched,
+    Effect.suspend(() => {
+      clearTimeout(timer)
+      return fibers === undefined ? Effect.void : Scope.close(fibers, Exit.void)
+    })
+  )
 }
