@@ -13,7 +13,8 @@
  * BENCH_ONLY=retrieval (only retrieval: recall on the evaluation set and search latency, bench/retrieval.ts),
  * BENCH_ONLY=monitoring (only logs and monitoring latency at 1,000,000 events and call records, bench/monitoring.ts),
  * BENCH_ONLY=records (only chat with and without call records, bench/records.ts),
- * BENCH_ONLY=processes (the CPU each process spends per JSON call at 1 and 50 connections, bench/processes.ts).
+ * BENCH_ONLY=processes (the CPU each process spends per JSON call at 1 and 50 connections, bench/processes.ts),
+ * BENCH_ONLY=pair BENCH_BASE=<other checkout> (this checkout against another, interleaved, bench/pair.ts).
  */
 import type { ChildProcess } from "node:child_process"
 import { fileURLToPath } from "node:url"
@@ -23,6 +24,7 @@ import { fairness } from "./fairness.ts"
 import type { Job, Result } from "./load.ts"
 import { measureRefusal } from "./refusal.ts"
 import { monitoringBench } from "./monitoring.ts"
+import { pairBench } from "./pair.ts"
 import { processesBench } from "./processes.ts"
 import { recordsBench } from "./records.ts"
 import { retrievalBench } from "./retrieval.ts"
@@ -83,6 +85,10 @@ const main = async () => {
   if (process.env.BENCH_ONLY === "monitoring") return within(600_000, "monitoring", monitoringBench)
   if (process.env.BENCH_ONLY === "processes") {
     await processesBench(startServer, () => spawn("./load.ts"), bodies.json, SECONDS)
+    return clearTimeout(deadline)
+  }
+  if (process.env.BENCH_ONLY === "pair") {
+    await pairBench(fileURLToPath(new URL("..", import.meta.url)), () => spawn("./load.ts"), bodies, ROUNDS, SECONDS)
     return clearTimeout(deadline)
   }
   if (process.env.BENCH_ONLY === "records") {

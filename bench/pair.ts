@@ -1,0 +1,93 @@
+/**
+ * This checkout against another, interleaved (`BENCH_ONLY=pair
+ * BENCH_BASE=<other checkout> npx tsx bench/run.ts`): the same role of
+ * bench/servers.ts started from both, behind one upstream, loaded in turn
+ * round by round, with each one's req/s, p50 and its main thread's CPU per
+ * call (from /proc). On this VM a change worth 10% is lost in the noise of
+ * req/s between runs; the CPU per call of two gateways measured in turn is
+ * what shows it. The other checkout needs its own `node_modules` (a link to
+ * this one's will do). Knobs: BENCH_PAIR_ROLE (`gateway`; or
+ * `gateway-unbilled`, `gateway-embedded`), BENCH_PAIR_STREAM=1 (SSE),
+ * BENCH_PAIR_CONNECTIONS (`1,50`), BENCH_ROUNDS, BENCH_SECONDS.
+ */
+import { type ChildProcess, fork } from "node:child_process"
+import { existsSync, readFileSync } from "node:fs"
+import { join } from "node:path"
+import { children, median, nextMessage } from "./children.ts"
+import type { Job, Result } from "./load.ts"
+
+/** CPU µs so far of a process's main thread, from /proc (user and system, in 1/100 s ticks). */
+const mainThreadMicros = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/task/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+  return (Number(fields[11]) + Number(fields[12])) * 10_000
+}
+
+type Server = { readonly child: ChildProcess; readonly url: string; readonly key?: string }
+
+const startFrom = async (checkout: string, args: Array<string>): Promise<Server> => {
+  const child = fork(join(checkout, "bench", "servers.ts"), args, {
+    execArgv: ["--import", "tsx"],
+    cwd: checkout,
+    stdio: ["ignore", "inherit", "inherit", "ipc"]
+  })
+  children.push(child)
+  return { child, ...await nextMessage<{ url: string; key?: string }>(child, "ready") }
+}
+
+export const pairBench = async (
+  here: string,
+  spawnLoader: () => ChildProcess,
+  bodies: { readonly json: string; readonly stream: string },
+  rounds: number,
+  seconds: number
+) => {
+  const base = process.env.BENCH_BASE
+  if (base === undefined || !existsSync(join(base, "bench", "servers.ts"))) {
+    throw new Error("BENCH_BASE must name another checkout of this repository (with node_modules)")
+  }
+  const role = process.env.BENCH_PAIR_ROLE ?? "gateway"
+  const body = process.env.BENCH_PAIR_STREAM === "1" ? bodies.stream : bodies.json
+  const connections = (process.env.BENCH_PAIR_CONNECTIONS ?? "1,50").split(",").map(Number)
+  const upstream = await startFrom(here, ["upstream"])
+  const targets = { base: await startFrom(base, [role, upstream.url]), here: await startFrom(here, [role, upstream.url]) }
+  const loader = spawnLoader()
+  await nextMessage(loader, "ready")
+  const run = async (target: Server, concurrency: number, runSeconds: number) => {
+    const before = mainThreadMicros(target.child.pid!)
+    loader.send({ url: target.url, key: target.key, body, concurrency, seconds: runSeconds } satisfies Job)
+    const result = await nextMessage<Result>(loader, "result")
+    return { result, cpu: (mainThreadMicros(target.child.pid!) - before) / Math.max(1, result.requests) }
+  }
+  // Both start cold: one short run each, not counted.
+  for (const target of Object.values(targets)) await run(target, 50, 1)
+  const measured = new Map<string, Array<{ rps: number; p50: number; cpu: number }>>()
+  for (let round = 0; round < rounds; round++) {
+    for (const concurrency of connections) {
+      for (const [name, target] of Object.entries(targets)) {
+        const { cpu, result } = await run(target, concurrency, seconds)
+        const key = `${concurrency}|${name}`
+        measured.set(key, [...(measured.get(key) ?? []), { rps: result.rps, p50: result.p50, cpu }])
+      }
+    }
+  }
+  for (const server of [upstream, ...Object.values(targets), { child: loader }]) server.child.send("stop")
+  const lines = [
+    `| connections | checkout | req/s, each round | median | p50 ms (median) | main thread CPU µs/call, each round | median |`,
+    "|---:|---|---|---:|---:|---|---:|"
+  ]
+  for (const [key, runs] of measured) {
+    const [concurrency, name] = key.split("|")
+    lines.push(
+      `| ${concurrency} | ${name === "base" ? base : "this one"} | ${runs.map((r) => r.rps.toFixed(0)).join(", ")} | ${
+        median(runs.map((r) => r.rps)).toFixed(0)
+      } | ${median(runs.map((r) => r.p50)).toFixed(2)} | ${runs.map((r) => r.cpu.toFixed(0)).join(", ")} | ${
+        median(runs.map((r) => r.cpu)).toFixed(0)
+      } |`
+    )
+  }
+  console.log([
+    "",
+    `${role}, ${body === bodies.json ? "JSON" : "SSE"}, ${rounds} interleaved rounds of ${seconds} s:`,
+    ...lines
+  ].join("\n"))
+}
