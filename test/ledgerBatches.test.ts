@@ -1,7 +1,9 @@
 /**
  * The ledger's group commit on the real database: calls that reach one account
  * together are reserved and settled in shared statements, and still admitted
- * and charged exactly as if they came one by one.
+ * and charged exactly as if they came one by one. A turn with settlements and
+ * reservations both is one statement (one transaction), and its reservations
+ * are admitted from what its settlements freed.
  */
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -131,6 +133,68 @@ describe("ledger batches", () => {
     expect(row).toEqual({ balance: "0.800000000", receipts: 4, open: 1 })
     // The failed call's hold is still open (nothing was written for it); it is released as the sweeper would.
     await gateway.run(Effect.flatMap(Ledger, (ledger) => ledger.release(reservations[2]!)))
+    expect(await moneyViolations(gateway.query)).toEqual([])
+  })
+
+  it("settles and reserves in one statement, admitting from what the settlements freed", async () => {
+    const account = await gateway.account({ credit: "1" })
+    const held = (await gateway.run(reserveAll(account.id, ["0.5", "0.4"])))
+      .map((result) => result._tag === "Right" ? result.right : undefined)
+    const first = held[0]!
+    // The first reservation runs alone; the settlement and the last reservation wait and go together.
+    // Only after the settlement (0.5 held, 0.1 charged) does 0.45 fit: 0.9 − (0.4 + 0.05).
+    const [alone, receipt, last] = await gateway.run(Effect.flatMap(Ledger, (ledger) =>
+      Effect.all([
+        ledger.reserve({ accountId: account.id, requestId: "req_alone", amount: usd("0.05") }),
+        ledger.settle(first, billFor("0.1", "0.01")),
+        ledger.reserve({ accountId: account.id, requestId: "req_last", amount: usd("0.45") })
+      ], { concurrency: "unbounded" })
+    ))
+    expect(formatUsd(receipt.balanceAfter)).toBe("0.900000000")
+    expect(last.availableAfter).toBe(0n)
+    const transactions = await gateway.query<{ receipt_id: string; type: string; xid: string }>(
+      `SELECT receipt_id, type, xid::text FROM events WHERE account_id = $1 AND receipt_id IN ($2, $3, $4)
+       AND type IN ('payment.reserved', 'payment.settled')`,
+      [account.id, alone.id, first.id, last.id]
+    )
+    const xidOf = (id: string, type: string) => transactions.find((row) => row.receipt_id === id && row.type === type)?.xid
+    expect(xidOf(first.id, "payment.settled")).toBeDefined()
+    expect(xidOf(first.id, "payment.settled")).toBe(xidOf(last.id, "payment.reserved"))
+    expect(xidOf(alone.id, "payment.reserved")).not.toBe(xidOf(last.id, "payment.reserved"))
+    const [row] = await gateway.query<{ balance: string; reserved: string }>(
+      "SELECT balance_usd::text AS balance, reserved_usd::text AS reserved FROM accounts WHERE id = $1",
+      [account.id]
+    )
+    expect(row).toEqual({ balance: "0.900000000", reserved: "0.900000000" })
+    await gateway.run(Effect.flatMap(Ledger, (ledger) => Effect.forEach([held[1]!, alone, last], ledger.release)))
+    expect(await moneyViolations(gateway.query)).toEqual([])
+  })
+
+  it("a turn's statement the database refuses is settled and reserved apart: only the bad settlement fails", async () => {
+    const account = await gateway.account({ credit: "1" })
+    const held = (await gateway.run(reserveAll(account.id, ["0.1", "0.1"])))
+      .map((result) => result._tag === "Right" ? result.right : undefined)
+    const poisoned = { ...billFor("0.01", "0.01"), model: "svc/pro\u0000" }
+    const exits = await gateway.run(Effect.flatMap(Ledger, (ledger) =>
+      Effect.all([
+        Effect.exit(ledger.reserve({ accountId: account.id, requestId: "req_alone", amount: usd("0.05") })),
+        Effect.exit(ledger.settle(held[0]!, poisoned)),
+        Effect.exit(ledger.settle(held[1]!, billFor("0.05", "0.01"))),
+        Effect.exit(ledger.reserve({ accountId: account.id, requestId: "req_last", amount: usd("0.2") }))
+      ], { concurrency: "unbounded" })
+    ))
+    expect(exits.map((exit) => exit._tag)).toEqual(["Success", "Failure", "Success", "Success"])
+    const [row] = await gateway.query<{ balance: string; reserved: string }>(
+      "SELECT balance_usd::text AS balance, reserved_usd::text AS reserved FROM accounts WHERE id = $1",
+      [account.id]
+    )
+    expect(row).toEqual({ balance: "0.950000000", reserved: "0.350000000" })
+    await gateway.run(Effect.flatMap(Ledger, (ledger) =>
+      Effect.forEach(
+        [held[0]!, ...exits.flatMap((exit, i) => i !== 2 && exit._tag === "Success" && "amount" in exit.value ? [exit.value] : [])],
+        ledger.release
+      )
+    ))
     expect(await moneyViolations(gateway.query)).toEqual([])
   })
 

@@ -10,6 +10,7 @@
  * - A settlement statement closes the reservations (each once), charges, and
  *   writes the ledger entries, receipts and events (ledgerSettle.ts); a bad
  *   settlement fails alone, never its batch or the turn's reservations.
+ * - A turn with both kinds runs them as one statement (ledgerTurn.ts).
  * Releases, lease renewals and the lease sweep are single statements (ledgerRelease.ts). The
  * reservation and settlement statements, two per call, run on the pool directly (pgPool.ts).
  */
@@ -18,6 +19,7 @@ import { Cause, Effect, Exit, Layer } from "effect"
 import type { InsufficientFunds } from "../../services/ApiError.ts"
 import { receiptNotFound } from "./ledgerRefusals.ts"
 import { AppConfig } from "../../services/Config.ts"
+import { isDatabaseOutage } from "../../services/DatabaseStatus.ts"
 import { Ids } from "../../services/Ids.ts"
 import { Ledger, type Receipt, type Reservation } from "../../services/Ledger.ts"
 import { PgPool, poolStatements } from "../storage/pgPool.ts"
@@ -26,6 +28,7 @@ import { makeRelease, makeRenew, sweepExpired } from "./ledgerRelease.ts"
 import { makeReserveBatch } from "./ledgerReserve.ts"
 import { type LedgerItem, type ReceiptRow, type ReserveItem, toReceipt } from "./ledgerRows.ts"
 import { makeSettleBatch } from "./ledgerSettle.ts"
+import { makeLedgerTurn } from "./ledgerTurn.ts"
 
 /** Calls one statement may carry; more wait for the next. */
 const MAX_BATCH = 64
@@ -41,7 +44,9 @@ export const LedgerPg = Layer.scoped(
     // The two statements of every call go on the pool directly (layers/storage/pgPool.ts).
     const onPool = poolStatements(yield* PgPool)
     const reserveBatch = makeReserveBatch(onPool, ids, lease)
-    const settleBatch = makeSettleBatch(onPool, sql, ids)
+    const settlement = makeSettleBatch(onPool, sql, ids)
+    const { settleBatch } = settlement
+    const bothAtOnce = makeLedgerTurn(onPool, ids, lease, settlement)
 
     const reserveOrFail = (accountId: string, items: ReadonlyArray<ReserveItem>) =>
       Effect.map(Effect.exit(reserveBatch(accountId, items)), (exit) =>
@@ -58,9 +63,20 @@ export const LedgerPg = Layer.scoped(
       Effect.gen(function*() {
         const settling = items.flatMap((item) => item._tag === "settle" ? [item] : [])
         const reserving = items.flatMap((item) => item._tag === "reserve" ? [item] : [])
-        const settled = settling.length > 0 ? yield* settleBatch(accountId, settling) : []
+        let settled: ReadonlyArray<Exit.Exit<Receipt>> | undefined
+        let reserved: ReadonlyArray<Exit.Exit<Reservation, InsufficientFunds>> | undefined
+        // Both kinds, and no bill to refuse: one statement (ledgerTurn.ts). If it fails, nothing of it was
+        // written, and the two statements below sort out which call it was.
+        if (settling.length > 0 && reserving.length > 0 && settlement.allWritable(settling)) {
+          const together = yield* Effect.exit(bothAtOnce(accountId, settling, reserving))
+          if (Exit.isSuccess(together)) ({ holds: reserved, receipts: settled } = together.value)
+          else if (!isDatabaseOutage(together.cause)) {
+            yield* Effect.logWarning("a ledger turn's statement failed; settling and reserving apart", together.cause)
+          }
+        }
+        settled ??= settling.length > 0 ? yield* settleBatch(accountId, settling) : []
         // Settlements are committed by now: a failed reservation statement fails only the reservations.
-        const reserved = reserving.length > 0 ? yield* reserveOrFail(accountId, reserving) : []
+        reserved ??= reserving.length > 0 ? yield* reserveOrFail(accountId, reserving) : []
         let nextSettled = 0
         let nextReserved = 0
         return items.map((item): Exit.Exit<Reservation | Receipt, InsufficientFunds> =>

@@ -22,36 +22,20 @@ const money = fromNumericColumn
 const usd = formatUsd
 const min = (a: Nanos, b: Nanos) => (a < b ? a : b)
 
-/**
- * The settlement of a batch, in one statement: $1 the calls (JSON, `settlementInput`), $2 the
- * account. Closes each open reservation, charges its bill (an overage event where that is more
- * than it held), and writes the receipts, their ledger entries and events. A call whose
- * reservation is not open gets no receipt row back.
- */
-const SETTLE = `
-  WITH input AS (
-    SELECT * FROM jsonb_to_recordset($1::jsonb)
-      AS x(
+/** The columns of a settlement's input rows (`settlementInput`). */
+export const SETTLEMENT_COLUMNS = `
         ord int, id text, request_id text, endpoint text, model text, tier text, privacy_class text,
         input_tokens int, output_tokens int, input_price numeric, output_price numeric, upstream numeric,
         total numeric, estimated numeric, reserved_at timestamptz, attempts jsonb, provider_id text,
         entry_id text, settled_event_id text, receipt_event_id text, overage_event_id text, call_events jsonb,
-        attestation_verdicts jsonb, line_items jsonb, key_id text)
-  ), closed AS (
-    UPDATE reservations SET status = 'settled', closed_at = now()
-    FROM input
-    WHERE reservations.id = input.id AND reservations.account_id = $2 AND reservations.status = 'open'
-    RETURNING reservations.id, reservations.amount_usd
-  ), billed AS (
-    SELECT input.*, input.total AS charge, closed.amount_usd AS held
-    FROM input JOIN closed USING (id)
-  ), charged AS (
-    UPDATE accounts
-    SET balance_usd = balance_usd - (SELECT sum(charge) FROM billed),
-        reserved_usd = reserved_usd - (SELECT sum(held) FROM billed)
-    WHERE id = $2 AND EXISTS (SELECT 1 FROM billed)
-    RETURNING balance_usd + (SELECT sum(charge) FROM billed) AS balance_before
-  ), receipt AS (
+        attestation_verdicts jsonb, line_items jsonb, key_id text`
+
+/**
+ * What a settlement writes once its account row is charged (`charged`, with `balance_before`):
+ * the receipts, their ledger entries and the `settled_events` to insert with any others.
+ */
+export const SETTLEMENT_WRITES = `
+  receipt AS (
     INSERT INTO receipts (
       id, account_id, request_id, endpoint, model, tier, privacy_class, input_tokens, output_tokens,
       input_per_mtok_usd, output_per_mtok_usd, upstream_usd, margin_usd, total_usd, estimated_usd,
@@ -67,28 +51,59 @@ const SETTLE = `
     INSERT INTO ledger_entries (id, account_id, kind, amount_usd, reference, balance_after_usd)
     SELECT billed.entry_id, $2, 'charge', -receipt.total_usd, receipt.id, receipt.balance_after_usd
     FROM receipt JOIN billed USING (id)
-  ), event AS (
-    INSERT INTO events (id, type, account_id, request_id, receipt_id, data)
-    SELECT billed.settled_event_id, 'payment.settled', $2, receipt.request_id, receipt.id,
+  ), settled_events AS (
+    SELECT billed.settled_event_id AS id, 'payment.settled' AS type, receipt.request_id, receipt.id AS receipt_id,
            jsonb_build_object(
              'total_usd', receipt.total_usd::text,
-             'released_usd', greatest(receipt.estimated_usd - receipt.total_usd, 0)::numeric(38, 9)::text)
+             'released_usd', greatest(receipt.estimated_usd - receipt.total_usd, 0)::numeric(38, 9)::text) AS data
     FROM receipt JOIN billed USING (id)
     UNION ALL
-    SELECT billed.overage_event_id, 'payment.overage', $2, receipt.request_id, receipt.id,
+    SELECT billed.overage_event_id, 'payment.overage', receipt.request_id, receipt.id,
            jsonb_build_object(
              'held_usd', billed.held::text,
              'charged_usd', receipt.total_usd::text,
              'overage_usd', (receipt.total_usd - billed.held)::text)
     FROM receipt JOIN billed USING (id) WHERE receipt.total_usd > billed.held
     UNION ALL
-    SELECT billed.receipt_event_id, 'receipt.created', $2, receipt.request_id, receipt.id,
+    SELECT billed.receipt_event_id, 'receipt.created', receipt.request_id, receipt.id,
            jsonb_build_object('model', receipt.model, 'total_usd', receipt.total_usd::text)
     FROM receipt JOIN billed USING (id)
     UNION ALL
-    SELECT call_event.id, call_event.type, $2, receipt.request_id, receipt.id, call_event.data
+    SELECT call_event.id, call_event.type, receipt.request_id, receipt.id, call_event.data
     FROM receipt JOIN billed USING (id),
          jsonb_to_recordset(billed.call_events) AS call_event(id text, type text, data jsonb)
+  )`
+
+/** Closes the open reservations of the calls in `input` (each once) and joins each to what it held. */
+export const SETTLEMENT_CLOSING = `
+  closed AS (
+    UPDATE reservations SET status = 'settled', closed_at = now()
+    FROM input
+    WHERE reservations.id = input.id AND reservations.account_id = $2 AND reservations.status = 'open'
+    RETURNING reservations.id, reservations.amount_usd
+  ), billed AS (
+    SELECT input.*, input.total AS charge, closed.amount_usd AS held
+    FROM input JOIN closed USING (id)
+  )`
+
+/**
+ * The settlement of a batch, in one statement: $1 the calls (JSON, `settlementInput`), $2 the
+ * account. Closes each open reservation, charges its bill (an overage event where that is more
+ * than it held), and writes the receipts, their ledger entries and events. A call whose
+ * reservation is not open gets no receipt row back.
+ */
+const SETTLE = `
+  WITH input AS (
+    SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(${SETTLEMENT_COLUMNS})
+  ), ${SETTLEMENT_CLOSING}, charged AS (
+    UPDATE accounts
+    SET balance_usd = balance_usd - (SELECT sum(charge) FROM billed),
+        reserved_usd = reserved_usd - (SELECT sum(held) FROM billed)
+    WHERE id = $2 AND EXISTS (SELECT 1 FROM billed)
+    RETURNING balance_usd + (SELECT sum(charge) FROM billed) AS balance_before
+  ), ${SETTLEMENT_WRITES}, event AS (
+    INSERT INTO events (id, type, account_id, request_id, receipt_id, data)
+    SELECT id, type, $2, request_id, receipt_id, data FROM settled_events
   )
   SELECT id, total_usd, balance_after_usd, created_at, settled_at FROM receipt`
 
@@ -225,5 +240,11 @@ export const makeSettleBatch = (run: StatementRunner, sql: SqlClient.SqlClient, 
       return items.map((item) => exits.get(item)!)
     })
 
-  return settleBatch
+  return {
+    settleBatch,
+    settlementInput,
+    answerRows,
+    /** Whether every bill can be written (none would be refused by `settleBatch`). */
+    allWritable: (items: ReadonlyArray<SettleItem>) => items.every((item) => billProblem(item.bill) === undefined)
+  }
 }
