@@ -8,7 +8,7 @@
  * and the caller's 504 / SSE error frame follow as for any timeout. Times
  * come from `Clock`.
  */
-import { Chunk, Clock, Effect, Exit, Fiber, Option, Scope, type Stream } from "effect"
+import { Chunk, Clock, Effect, Exit, Fiber, Option, type Stream } from "effect"
 import { UpstreamFailure } from "../../services/Providers.ts"
 import { type Pull, pulledStream } from "../../services/pulledStream.ts"
 
@@ -185,14 +185,13 @@ export const watchedPulls = <A, E>(
     const next = look(clock.unsafeCurrentTimeMillis())
     return typeof next === "number" ? Effect.zipRight(Effect.sleep(next), watchdog) : Effect.sync(() => expire(next))
   })
-  /** The reader's (and under another clock the watchdog's), made on the first pull; the stream's release closes it. */
-  let fibers: Scope.CloseableScope | undefined
+  /** The reader (and under another clock the watchdog), started on the first pull; the stream's release interrupts them. */
+  let fibers: Array<Fiber.RuntimeFiber<void>> | undefined
   const start = Effect.gen(function*() {
     clock = yield* Effect.clock
-    fibers = yield* Scope.make()
-    yield* Effect.forkIn(reader, fibers)
+    fibers = [yield* Effect.forkDaemon(reader)]
     if (clock === liveClock) watch()
-    else yield* Effect.forkIn(watchdog, fibers)
+    else fibers.push(yield* Effect.forkDaemon(watchdog))
   })
 
   const watched: Effect.Effect<Chunk.Chunk<A>, Option.Option<E | UpstreamFailure>> = Effect.suspend(() => {
@@ -221,7 +220,7 @@ export const watchedPulls = <A, E>(
     watched,
     Effect.suspend(() => {
       clearTimeout(timer)
-      return fibers === undefined ? Effect.void : Scope.close(fibers, Exit.void)
+      return fibers === undefined ? Effect.void : Fiber.interruptAll(fibers)
     })
   )
 }
