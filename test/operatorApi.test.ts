@@ -37,7 +37,7 @@ describe("operator API", () => {
     const empty = await post("/v1/admin/accounts", { name: "empty" })
     expect(empty.status).toBe(200)
     expect(empty.body).toMatchObject({ object: "account", name: "empty", balance_usd: "0.000000000", reserved_usd: "0.000000000" })
-    expect(empty.body.id).toMatch(/^acct_[A-Za-z0-9_-]{22}$/)
+    expect(empty.body.id).toMatch(/^acct_[0-9a-f]{12}[A-Za-z0-9_-]{16}$/)
 
     const funded = await post("/v1/admin/accounts", { name: "funded", credit_usd: "10.123456789" })
     expect(funded.body.balance_usd).toBe("10.123456789")
