@@ -8,7 +8,7 @@
  * (docs/architecture.md, "Identifiers").
  */
 import { randomFillSync } from "node:crypto"
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { type IdPrefix, Ids } from "../../services/Ids.ts"
 
 // One CSPRNG call per 256 ids instead of one per id (ids are made on every billed call).
@@ -27,9 +27,12 @@ const random = () => {
 }
 
 /** Milliseconds since the epoch in 12 hex digits: in order until the year 10889. */
-const timePart = () => Date.now().toString(16).padStart(12, "0")
+const timePart = (millis: number) => millis.toString(16).padStart(12, "0")
 
-export const IdsLive = Layer.succeed(Ids, {
-  make: (prefix: IdPrefix) => `${prefix}_${timePart()}${random()}`,
-  completion: () => `chatcmpl-${timePart()}${random()}`
-})
+export const IdsLive = Layer.effect(
+  Ids,
+  Effect.map(Effect.clock, (clock) => ({
+    make: (prefix: IdPrefix) => `${prefix}_${timePart(clock.unsafeCurrentTimeMillis())}${random()}`,
+    completion: () => `chatcmpl-${timePart(clock.unsafeCurrentTimeMillis())}${random()}`
+  }))
+)
