@@ -7,7 +7,10 @@
  * (ledgerSettle.ts, ledgerReserve.ts); one round trip and one commit instead
  * of two halves how long a busy account's calls wait for their turn.
  * The account row is updated once: PostgreSQL lets a statement change a row
- * only once, so the charge and the holds go in one `UPDATE`.
+ * only once, so the charge and the holds go in one `UPDATE`. A settlement
+ * the sweeper got to first is settled afterwards in a transaction of its
+ * own, as ledgerSettle.ts does, charging any excess over what is then
+ * available as an overage.
  */
 import { Effect, type Exit } from "effect"
 import type { InsufficientFunds } from "../../services/ApiError.ts"
