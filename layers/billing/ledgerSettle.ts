@@ -74,12 +74,17 @@ export const SETTLEMENT_WRITES = `
          jsonb_to_recordset(billed.call_events) AS call_event(id text, type text, data jsonb)
   )`
 
-/** Closes the open reservations of the calls in `input` (each once) and joins each to what it held. */
+/**
+ * Closes the open reservations of the calls in `input` (each once) and joins each to what it held.
+ * The ids go in as an array so that the plan is a primary-key lookup per call whatever the
+ * statistics said when the statement was prepared: a join with the input was planned on a fresh
+ * database as a scan of every open reservation's index entry, dead ones included.
+ */
 export const SETTLEMENT_CLOSING = `
   closed AS (
     UPDATE reservations SET status = 'settled', closed_at = now()
-    FROM input
-    WHERE reservations.id = input.id AND reservations.account_id = $2 AND reservations.status = 'open'
+    WHERE reservations.id = ANY (ARRAY(SELECT id FROM input)) AND reservations.account_id = $2
+      AND reservations.status = 'open'
     RETURNING reservations.id, reservations.amount_usd
   ), billed AS (
     SELECT input.*, input.total AS charge, closed.amount_usd AS held
