@@ -11,16 +11,14 @@
  * BENCH_PAIR_CONNECTIONS (`1,50`), BENCH_ROUNDS, BENCH_SECONDS.
  */
 import { type ChildProcess, fork } from "node:child_process"
-import { existsSync, readFileSync } from "node:fs"
+import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { children, median, nextMessage } from "./children.ts"
 import type { Job, Result } from "./load.ts"
+import { procCpuMicros } from "./processes.ts"
 
-/** CPU µs so far of a process's main thread, from /proc (user and system, in 1/100 s ticks). */
-const mainThreadMicros = (pid: number) => {
-  const fields = readFileSync(`/proc/${pid}/task/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
-  return (Number(fields[11]) + Number(fields[12])) * 10_000
-}
+/** CPU µs so far of a process's main thread (its id is the process's). */
+const mainThreadMicros = (pid: number) => procCpuMicros(pid, pid)
 
 type Server = { readonly child: ChildProcess; readonly url: string; readonly key?: string }
 

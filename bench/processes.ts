@@ -20,7 +20,7 @@ import type { Job, Result } from "./load.ts"
 type Server = { readonly child: ChildProcess; readonly url: string; readonly key?: string }
 
 /** CPU µs so far of a process, or of one of its threads, from /proc (user and system, in 1/100 s ticks; 0 without /proc). */
-const procCpuMicros = (pid: number, thread?: number) => {
+export const procCpuMicros = (pid: number, thread?: number) => {
   try {
     const fields = readFileSync(`/proc/${pid}${thread === undefined ? "" : `/task/${thread}`}/stat`, "utf8").split(") ")[1]!
       .split(" ")
