@@ -13,8 +13,34 @@ import { Cause, Chunk, Clock, Deferred, Effect, Exit, Fiber, Option, Stream, Tes
 import { endingBy, watchedPulls } from "../layers/upstream/deadline.ts"
 import { UpstreamFailure } from "../services/Providers.ts"
 
-/** Timers this process has pending. */
-const timers = () => process.getActiveResourcesInfo().filter((kind) => kind === "Timeout").length
+/**
+ * Runs `effect` with `setTimeout` and `clearTimeout` watched, and gives its value with the timers it set
+ * that have neither fired nor been cleared. Only the effect's own timers count: the test runner's and
+ * earlier tests' come and go meanwhile.
+ */
+const pendingTimersOf = <A, E>(effect: Effect.Effect<A, E>) =>
+  Effect.acquireUseRelease(
+    Effect.sync(() => {
+      const pending = new Set<unknown>()
+      const set = globalThis.setTimeout
+      const clear = globalThis.clearTimeout
+      globalThis.setTimeout = ((callback: (...args: Array<unknown>) => void, ms?: number, ...args: Array<unknown>) => {
+        const timer = set((...given: Array<unknown>) => {
+          pending.delete(timer)
+          callback(...given)
+        }, ms, ...args)
+        pending.add(timer)
+        return timer
+      }) as typeof setTimeout
+      globalThis.clearTimeout = ((timer: Parameters<typeof clearTimeout>[0]) => {
+        pending.delete(timer)
+        clear(timer)
+      }) as typeof clearTimeout
+      return { pending, restore: () => Object.assign(globalThis, { setTimeout: set, clearTimeout: clear }) }
+    }),
+    ({ pending }) => Effect.map(effect, (value) => ({ value, pending: pending.size })),
+    ({ restore }) => Effect.sync(restore)
+  )
 
 const failureOf = <A, E>(exit: Exit.Exit<A, E>) =>
   Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
@@ -30,14 +56,21 @@ describe("endingBy, on the live clock", () => {
 
   it.live("leaves no timer behind once the work ended, nor once a stream's pulls were released", () =>
     Effect.gen(function*() {
-      const before = timers()
       const now = yield* Clock.currentTimeMillis
-      yield* endingBy(Effect.sleep(5), now + 60_000)
+      const ended = yield* pendingTimersOf(endingBy(Effect.sleep(5), now + 60_000))
+      expect(ended.pending).toBe(0)
       let left = 3
       const pull = Effect.suspend(() => (left-- > 0 ? Effect.succeed(Chunk.of(left)) : Effect.fail(Option.none<UpstreamFailure>())))
-      const items = yield* Stream.runCollect(watchedPulls(Effect.succeed(pull), now + 60_000, 30_000))
-      expect(Chunk.toReadonlyArray(items)).toEqual([2, 1, 0])
-      expect(timers()).toBe(before)
+      const read = yield* pendingTimersOf(Stream.runCollect(watchedPulls(Effect.succeed(pull), now + 60_000, 30_000)))
+      expect(Chunk.toReadonlyArray(read.value)).toEqual([2, 1, 0])
+      expect(read.pending).toBe(0)
+    }))
+
+  it.live("counts a timer that is left pending", () =>
+    Effect.gen(function*() {
+      const left = yield* pendingTimersOf(Effect.sync(() => setTimeout(() => undefined, 60_000)))
+      clearTimeout(left.value)
+      expect(left.pending).toBe(1)
     }))
 
   it.live("interrupts work that outlasts its end, then fails as a timeout", () =>
