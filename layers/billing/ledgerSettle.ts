@@ -76,15 +76,17 @@ export const SETTLEMENT_WRITES = `
 
 /**
  * Closes the open reservations of the calls in `input` (each once) and joins each to what it held.
- * The ids go in as an array so that the plan is a primary-key lookup per call whatever the
- * statistics said when the statement was prepared: a join with the input was planned on a fresh
- * database as a scan of every open reservation's index entry, dead ones included.
+ * The plan must be a primary-key lookup per call whatever the statistics said when the statement
+ * was prepared (a generic plan made on a fresh database is kept): so the ids go in as an array,
+ * and "open" is written as "neither settled nor released", which the partial index of open
+ * reservations cannot serve. Either index, planned for a small table, was read whole, dead
+ * entries included, on every settlement.
  */
 export const SETTLEMENT_CLOSING = `
   closed AS (
     UPDATE reservations SET status = 'settled', closed_at = now()
     WHERE reservations.id = ANY (ARRAY(SELECT id FROM input)) AND reservations.account_id = $2
-      AND reservations.status = 'open'
+      AND reservations.status NOT IN ('settled', 'released')
     RETURNING reservations.id, reservations.amount_usd
   ), billed AS (
     SELECT input.*, input.total AS charge, closed.amount_usd AS held
@@ -97,7 +99,7 @@ export const SETTLEMENT_CLOSING = `
  * than it held), and writes the receipts, their ledger entries and events. A call whose
  * reservation is not open gets no receipt row back.
  */
-const SETTLE = `
+export const SETTLE = `
   WITH input AS (
     SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(${SETTLEMENT_COLUMNS})
   ), ${SETTLEMENT_CLOSING}, charged AS (

@@ -32,7 +32,7 @@ import { SETTLEMENT_CLOSING, SETTLEMENT_COLUMNS, SETTLEMENT_WRITES, type makeSet
  * reservations (JSON, `reservationInput`). Answers a `settled` row per receipt written and a
  * `reserved` row per reservation made.
  */
-const TURN = `
+export const TURN = `
   WITH RECURSIVE input AS (
     SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(${SETTLEMENT_COLUMNS})
   ), reserve_input AS (

@@ -19,6 +19,7 @@ import eventOrder from "./migrations/0014_event_order.ts"
 import usage from "./migrations/0015_usage.ts"
 import callStats from "./migrations/0016_call_stats.ts"
 import retention from "./migrations/0017_retention.ts"
+import reservationLookup from "./migrations/0018_reservation_lookup.ts"
 
 const MIGRATIONS: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_accounts_keys_ledger": accountsKeysLedger,
@@ -37,7 +38,8 @@ const MIGRATIONS: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClien
   "0014_event_order": eventOrder,
   "0015_usage": usage,
   "0016_call_stats": callStats,
-  "0017_retention": retention
+  "0017_retention": retention,
+  "0018_reservation_lookup": reservationLookup
 }
 
 /** The newest migration this build knows; `/readyz` is ready once the database has it. */
