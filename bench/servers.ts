@@ -25,6 +25,8 @@ import { NoopLedger } from "./noopLedger.ts"
 import { VAST_MODEL } from "./refusal.ts"
 
 const BENCH_MODEL = "svc/bench"
+/** Requests and tokens per minute of every bench key: the largest limit there is. */
+const BENCH_LIMIT = 2_147_483_647
 
 /** Hop-by-hop headers a proxy must not forward (RFC 9110 7.6.1). */
 const HOP = new Set(["connection", "keep-alive", "transfer-encoding", "upgrade", "proxy-connection", "te", "trailer", "host"])
@@ -72,6 +74,8 @@ const startBenchGateway = async (upstreamBaseUrl: string, variant?: Variant) => 
     ...(variant === "unrecorded" ? { core: coreWith(LedgerPg, CallStatsNone) } : {}),
     ...(variant === "unbilled" ? { core: coreWith(NoopLedger) } : {}),
     config: {
+      // Every call counted against rate limits, as on a production install: limits no load here reaches.
+      limits: { defaults: { rpm: BENCH_LIMIT, tpm: BENCH_LIMIT, concurrency: 100_000 } },
       models: [{
         id: BENCH_MODEL,
         context: 128000,

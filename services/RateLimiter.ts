@@ -64,16 +64,26 @@ export interface Taken {
   readonly available: ReadonlyArray<number>
 }
 
+/**
+ * One step of a key's count: a call's take (its amount of each of the key's buckets, all or none),
+ * or a correction of one bucket (`delta` more taken; negative gives back, up to the limit).
+ */
+export type CountStep =
+  | { readonly _tag: "take"; readonly amounts: ReadonlyArray<number> }
+  | { readonly _tag: "adjust"; readonly bucket: number; readonly delta: number }
+
 /** The store the limiter counts in; every operation is atomic across processes sharing it. */
 export class RateLimitStore extends Context.Tag("svc/RateLimitStore")<RateLimitStore, {
-  /** Takes `amounts[i]` from `buckets[i]` for every i, or from none if any falls short. */
-  readonly take: (
+  /**
+   * Counts `steps` against `buckets`, in order, as one atomic operation at `nowMs`: a take takes its
+   * amount of every bucket, or of none if any falls short; an adjustment may leave a bucket in debt.
+   * Answers each step's outcome (an adjustment always fits) with what each bucket holds after it.
+   */
+  readonly count: (
     buckets: ReadonlyArray<Bucket>,
-    amounts: ReadonlyArray<number>,
+    steps: ReadonlyArray<CountStep>,
     nowMs: number
-  ) => Effect.Effect<Taken, StoreUnavailable>
-  /** Takes `delta` more (negative: gives back, up to the limit); a bucket may go into debt. */
-  readonly adjust: (bucket: Bucket, delta: number, nowMs: number) => Effect.Effect<void, StoreUnavailable>
+  ) => Effect.Effect<ReadonlyArray<Taken>, StoreUnavailable>
   /** A permit under `key` if fewer than `limit` unexpired ones are held; it expires at `expiresMs`. */
   readonly acquire: (
     key: string,

@@ -175,8 +175,7 @@ describe("rate limiter (memory store)", () => {
     }).pipe(Effect.provide(
       RateLimiterLive.pipe(
         Layer.provide(Layer.succeed(RateLimitStore, {
-          take: () => Effect.fail(new StoreUnavailable({ cause: new Error("connection refused") })),
-          adjust: () => Effect.die("unused"),
+          count: () => Effect.fail(new StoreUnavailable({ cause: new Error("connection refused") })),
           acquire: () => Effect.die("unused"),
           renew: () => Effect.die("unused"),
           release: () => Effect.die("unused")
@@ -184,6 +183,30 @@ describe("rate limiter (memory store)", () => {
         Layer.provide(testConfig())
       )
     )))
+
+  it.effect("a key's calls that arrive together are counted together, and exactly as one by one", () => {
+    const counts: Array<number> = []
+    const counting = Layer.effect(
+      RateLimitStore,
+      Effect.map(RateLimitStore, (store) => ({
+        ...store,
+        // A count takes a moment, as a round trip does: calls that come meanwhile queue for the next.
+        count: (buckets, steps, nowMs) =>
+          Effect.sync(() => counts.push(steps.length)).pipe(Effect.zipRight(Effect.yieldNow()), Effect.zipRight(store.count(buckets, steps, nowMs)))
+      }) satisfies RateLimitStore["Type"])
+    ).pipe(Layer.provide(RateLimitStoreMemory))
+    return Effect.gen(function*() {
+      const caller = key({ rpm: 10, tpm: 1000 })
+      const exits = yield* Effect.all(Array.from({ length: 30 }, () => Effect.exit(admit(caller, 10))), {
+        concurrency: "unbounded"
+      })
+      expect(exits.filter(Exit.isSuccess)).toHaveLength(10)
+      // The first runs alone; the rest went together into a few counts, not one each.
+      expect(counts.reduce((sum, steps) => sum + steps, 0)).toBe(30)
+      expect(counts.length).toBeLessThan(30)
+      expect(counts.length).toBeGreaterThan(1)
+    }).pipe(Effect.provide(RateLimiterLive.pipe(Layer.provide(counting), Layer.provide(testConfig({})))))
+  })
 
   it.effect("the status cell is left alone when no request set one", () =>
     Effect.gen(function*() {

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from "node:crypto"
 import { Effect, Layer, Option } from "effect"
-import { RateLimitStore } from "../../services/RateLimiter.ts"
+import { RateLimitStore, type Taken } from "../../services/RateLimiter.ts"
 import { refilled } from "./tokenBucket.ts"
 
 /** Enough buckets for every active key of a large install; past it the oldest are forgotten (they were full). */
@@ -24,23 +24,24 @@ export const RateLimitStoreMemory = Layer.sync(RateLimitStore, () => {
     return state
   }
   return RateLimitStore.of({
-    take: (wanted, amounts, nowMs) =>
+    count: (wanted, steps, nowMs) =>
       Effect.sync(() => {
         const states = wanted.map((bucket) => stateOf(bucket.key, bucket.limit, nowMs))
-        const available = wanted.map((bucket, i) => refilled(bucket, states[i]!.tokens, states[i]!.atMs, nowMs))
-        const ok = available.every((tokens, i) => tokens >= amounts[i]!)
-        const after = ok ? available.map((tokens, i) => tokens - amounts[i]!) : available
+        const left = wanted.map((bucket, i) => refilled(bucket, states[i]!.tokens, states[i]!.atMs, nowMs))
+        const outcomes = steps.map((step): Taken => {
+          if (step._tag === "adjust") {
+            left[step.bucket] = Math.min(wanted[step.bucket]!.limit, left[step.bucket]! - step.delta)
+            return { ok: true, available: [...left] }
+          }
+          const ok = left.every((tokens, i) => tokens >= step.amounts[i]!)
+          if (ok) step.amounts.forEach((amount, i) => void (left[i] = left[i]! - amount))
+          return { ok, available: [...left] }
+        })
         states.forEach((state, i) => {
-          state.tokens = after[i]!
+          state.tokens = left[i]!
           state.atMs = Math.max(state.atMs, nowMs)
         })
-        return { ok, available: after }
-      }),
-    adjust: (bucket, delta, nowMs) =>
-      Effect.sync(() => {
-        const state = stateOf(bucket.key, bucket.limit, nowMs)
-        state.tokens = Math.min(bucket.limit, refilled(bucket, state.tokens, state.atMs, nowMs) - delta)
-        state.atMs = Math.max(state.atMs, nowMs)
+        return outcomes
       }),
     acquire: (key, limit, nowMs, expiresMs) =>
       Effect.sync(() => {

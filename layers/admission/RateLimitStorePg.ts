@@ -1,9 +1,10 @@
 /**
  * Rate-limit buckets and concurrency permits in PostgreSQL (migration 0008),
- * shared by every gateway process on the database: a take is one call of
- * `svc_rate_take`, a permit one call of `svc_permit_acquire`; an adjustment,
- * a renewal and a release are one statement each. While the database cannot
- * be reached, a limited call gets the database's 503 (src/http/Edge.ts).
+ * shared by every gateway process on the database: a count (a batch of one
+ * key's takes and corrections, migration 0019) is one call of
+ * `svc_rate_count`, a permit one call of `svc_permit_acquire`; a renewal and
+ * a release are one statement each. While the database cannot be reached, a
+ * limited call gets the database's 503 (src/http/Edge.ts).
  */
 import { randomUUID } from "node:crypto"
 import { SqlClient } from "@effect/sql"
@@ -17,28 +18,34 @@ const unavailable = Effect.orDie
 const numbers = (value: unknown): ReadonlyArray<number> =>
   Array.isArray(value) ? value.map(Number) : String(value).replace(/[{}]/g, "").split(",").map(Number)
 
+/** A boolean[] as the driver returns it (an array of booleans, or its text form). */
+const booleans = (value: unknown): ReadonlyArray<boolean> =>
+  Array.isArray(value)
+    ? value.map((item) => item === true || item === "t")
+    : String(value).replace(/[{}]/g, "").split(",").map((item) => item === "t" || item === "true")
+
 export const RateLimitStorePg = Layer.effect(
   RateLimitStore,
   Effect.map(SqlClient.SqlClient, (sql) =>
     RateLimitStore.of({
-      take: (buckets, amounts, nowMs) =>
-        sql<{ ok: boolean; available: unknown }>`
-          SELECT * FROM svc_rate_take(
+      count: (buckets, steps, nowMs) => {
+        const n = buckets.length
+        const kinds = steps.map((step) => step._tag === "take" ? 0 : step.bucket + 1)
+        const amounts = steps.flatMap((step) =>
+          step._tag === "take" ? step.amounts : buckets.map((_, i) => i === step.bucket ? step.delta : 0)
+        )
+        return sql<{ ok: unknown; available: unknown }>`
+          SELECT * FROM svc_rate_count(
             ${buckets.map((b) => b.key)}::text[], ${buckets.map((b) => b.limit)}::float8[],
-            ${buckets.map((b) => b.windowMs)}::float8[], ${amounts}::float8[], ${Math.round(nowMs)})`.pipe(
-          Effect.map(([row]) => ({ ok: row!.ok, available: numbers(row!.available) })),
+            ${buckets.map((b) => b.windowMs)}::float8[], ${kinds}::int[], ${amounts}::float8[], ${Math.round(nowMs)})`.pipe(
+          Effect.map(([row]) => {
+            const oks = booleans(row!.ok)
+            const after = numbers(row!.available)
+            return steps.map((_, s) => ({ ok: oks[s]!, available: after.slice(s * n, s * n + n) }))
+          }),
           unavailable
-        ),
-      adjust: (bucket, delta, nowMs) =>
-        sql`
-          INSERT INTO rate_limit_buckets AS b (key, tokens, updated_ms)
-          VALUES (${bucket.key}, least(${bucket.limit}::float8, ${bucket.limit}::float8 - ${delta}::float8), ${Math.round(nowMs)})
-          ON CONFLICT (key) DO UPDATE SET
-            tokens = least(${bucket.limit}::float8,
-              least(${bucket.limit}::float8,
-                b.tokens + greatest(0, ${Math.round(nowMs)}::bigint - b.updated_ms) * ${bucket.limit}::float8 / ${bucket.windowMs}::float8)
-              - ${delta}::float8),
-            updated_ms = greatest(b.updated_ms, ${Math.round(nowMs)}::bigint)`.pipe(Effect.asVoid, unavailable),
+        )
+      },
       acquire: (key, limit, nowMs, expiresMs) => {
         const permit = randomUUID()
         return sql<{ ok: boolean }>`

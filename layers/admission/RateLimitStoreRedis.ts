@@ -11,37 +11,41 @@ import { Redis } from "ioredis"
 import { AppConfig } from "../../services/Config.ts"
 import { RateLimitStore, StoreUnavailable } from "../../services/RateLimiter.ts"
 
-/** KEYS: buckets; ARGV: now, then limit, window and amount of each bucket. Returns fits, then each bucket's tokens. */
-const TAKE = `
-local now = tonumber(ARGV[1])
-local left, at, fits = {}, {}, true
+/**
+ * KEYS: buckets; ARGV: now, then limit and window of each bucket, then each step: its kind (0 a
+ * take, else the bucket it corrects) and its amount of each bucket. Returns, step after step,
+ * whether it fit, then each bucket's tokens after it.
+ */
+const COUNT = `
+local now, n = tonumber(ARGV[1]), #KEYS
+local limit, window, left, at = {}, {}, {}, {}
 for i, key in ipairs(KEYS) do
-  local limit, window, amount = tonumber(ARGV[i * 3 - 1]), tonumber(ARGV[i * 3]), tonumber(ARGV[i * 3 + 1])
+  limit[i], window[i] = tonumber(ARGV[i * 2]), tonumber(ARGV[i * 2 + 1])
   local state = redis.call("HMGET", key, "tokens", "at")
-  local tokens, since = tonumber(state[1]) or limit, tonumber(state[2]) or now
-  left[i] = math.min(limit, tokens + math.max(0, now - since) * limit / window)
+  local tokens, since = tonumber(state[1]) or limit[i], tonumber(state[2]) or now
+  left[i] = math.min(limit[i], tokens + math.max(0, now - since) * limit[i] / window[i])
   at[i] = math.max(since, now)
-  if left[i] < amount then fits = false end
 end
-local out = { fits and 1 or 0 }
+local out, p = {}, n * 2 + 2
+while p <= #ARGV do
+  local kind = tonumber(ARGV[p])
+  if kind == 0 then
+    local fits = true
+    for i = 1, n do if left[i] < tonumber(ARGV[p + i]) then fits = false end end
+    if fits then for i = 1, n do left[i] = left[i] - tonumber(ARGV[p + i]) end end
+    out[#out + 1] = fits and 1 or 0
+  else
+    left[kind] = math.min(limit[kind], left[kind] - tonumber(ARGV[p + kind]))
+    out[#out + 1] = 1
+  end
+  for i = 1, n do out[#out + 1] = tostring(left[i]) end
+  p = p + n + 1
+end
 for i, key in ipairs(KEYS) do
-  local limit, window, amount = tonumber(ARGV[i * 3 - 1]), tonumber(ARGV[i * 3]), tonumber(ARGV[i * 3 + 1])
-  if fits then left[i] = left[i] - amount end
   redis.call("HSET", key, "tokens", tostring(left[i]), "at", tostring(at[i]))
-  redis.call("PEXPIRE", key, math.ceil((limit - left[i]) * window / limit) + 1000)
-  out[i + 1] = tostring(left[i])
+  redis.call("PEXPIRE", key, math.ceil((limit[i] - left[i]) * window[i] / limit[i]) + 1000)
 end
 return out`
-
-/** KEYS: the bucket; ARGV: limit, window, delta, now. */
-const ADJUST = `
-local limit, window, delta, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local state = redis.call("HMGET", KEYS[1], "tokens", "at")
-local tokens, since = tonumber(state[1]) or limit, tonumber(state[2]) or now
-local left = math.min(limit, math.min(limit, tokens + math.max(0, now - since) * limit / window) - delta)
-redis.call("HSET", KEYS[1], "tokens", tostring(left), "at", tostring(math.max(since, now)))
-redis.call("PEXPIRE", KEYS[1], math.ceil((limit - left) * window / limit) + 1000)
-return 1`
 
 /** KEYS: the permit set; ARGV: now, limit, expiry, permit. */
 const ACQUIRE = `
@@ -64,20 +68,28 @@ export const makeRedisStore = (redis: Redis, prefix: string) => {
     Effect.tryPromise({ try: command, catch: (cause) => new StoreUnavailable({ cause }) })
   const permits = (key: string) => `${prefix}permits:${key}`
   return RateLimitStore.of({
-    take: (buckets, amounts, nowMs) =>
-      run(() =>
+    count: (buckets, steps, nowMs) => {
+      const n = buckets.length
+      return run(() =>
         redis.eval(
-          TAKE,
-          buckets.length,
+          COUNT,
+          n,
           ...buckets.map((bucket) => `${prefix}${bucket.key}`),
           nowMs,
-          ...buckets.flatMap((bucket, i) => [bucket.limit, bucket.windowMs, amounts[i]!])
-        ) as Promise<[number, ...Array<string>]>
-      ).pipe(Effect.map(([fits, ...left]) => ({ ok: fits === 1, available: left.map(Number) }))),
-    adjust: (bucket, delta, nowMs) =>
-      run(() => redis.eval(ADJUST, 1, `${prefix}${bucket.key}`, bucket.limit, bucket.windowMs, delta, nowMs)).pipe(
-        Effect.asVoid
-      ),
+          ...buckets.flatMap((bucket) => [bucket.limit, bucket.windowMs]),
+          ...steps.flatMap((step) =>
+            step._tag === "take"
+              ? [0, ...step.amounts]
+              : [step.bucket + 1, ...buckets.map((_, i) => i === step.bucket ? step.delta : 0)]
+          )
+        ) as Promise<Array<number | string>>
+      ).pipe(Effect.map((out) =>
+        steps.map((_, s) => ({
+          ok: out[s * (n + 1)] === 1,
+          available: out.slice(s * (n + 1) + 1, (s + 1) * (n + 1)).map(Number)
+        }))
+      ))
+    },
     acquire: (key, limit, nowMs, expiresMs) => {
       const permit = randomUUID()
       return run(() => redis.eval(ACQUIRE, 1, permits(key), nowMs, limit, expiresMs, permit)).pipe(

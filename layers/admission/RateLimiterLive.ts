@@ -9,7 +9,7 @@
  * when its scope closes; a process that dies leaves permits that expire.
  * The bootstrap operator key (no account) is never limited.
  */
-import { Clock, Effect, FiberRef, Layer, Option, Schedule } from "effect"
+import { Clock, Effect, Exit, FiberRef, Layer, Option, Schedule } from "effect"
 import { RateLimited, ServiceUnavailable } from "../../services/ApiError.ts"
 import type { Principal } from "../../services/ApiKeys.ts"
 import { AppConfig } from "../../services/Config.ts"
@@ -17,6 +17,7 @@ import { EventLog } from "../../services/EventLog.ts"
 import { Metrics } from "../../services/Metrics.ts"
 import {
   type Bucket,
+  type CountStep,
   currentRateLimits,
   MAX_LIMIT,
   RateLimiter,
@@ -24,9 +25,19 @@ import {
   RateLimitStore,
   type StoreUnavailable
 } from "../../services/RateLimiter.ts"
+import { makeSerialBatches } from "../storage/serialBatches.ts"
 import { msUntil, windowState } from "./tokenBucket.ts"
 
 const MINUTE_MS = 60_000
+
+/** Steps one count may carry; more wait for the next. */
+const MAX_BATCH = 64
+
+/** A step of a key's count, with the buckets it is counted against. */
+interface Counted {
+  readonly buckets: ReadonlyArray<Bucket>
+  readonly step: CountStep
+}
 
 const unlimited: RateLimitTicket = { settle: () => Effect.void }
 
@@ -61,7 +72,7 @@ const retryLater = (what: string, retryAfterMs: number) => {
   return new RateLimited({ message: `Rate limit reached: ${what}. Retry after ${seconds} s.`, retryAfterSeconds: seconds })
 }
 
-export const RateLimiterLive = Layer.effect(
+export const RateLimiterLive = Layer.scoped(
   RateLimiter,
   Effect.gen(function*() {
     const store = yield* RateLimitStore
@@ -117,6 +128,21 @@ export const RateLimiterLive = Layer.effect(
       }
     }
 
+    /**
+     * A key's takes and corrections, counted together (group commit): per key and process one count
+     * is in flight, and what arrives meanwhile goes in the next, so a busy key costs one store
+     * operation per batch instead of two per call, all queued on the same bucket rows. The batch
+     * key carries the limits, so every step of a batch is counted against the same buckets.
+     */
+    const counts = yield* makeSerialBatches(
+      (_key: string, items: ReadonlyArray<Counted>) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) => store.count(items[0]!.buckets, items.map((item) => item.step), now)).pipe(
+          Effect.map((outcomes) => outcomes.map((taken) => Exit.succeed(taken))),
+          Effect.catchAll((error) => Effect.succeed(items.map(() => Exit.fail(error))))
+        ),
+      MAX_BATCH
+    )
+
     return RateLimiter.of({
       admit: (principal, tokens) =>
         Effect.gen(function*() {
@@ -131,8 +157,8 @@ export const RateLimiterLive = Layer.effect(
           if (tokenBucket !== undefined) buckets.push(tokenBucket), amounts.push(counted)
           if (buckets.length === 0) return unlimited
 
-          const now = yield* Clock.currentTimeMillis
-          const taken = yield* store.take(buckets, amounts, now)
+          const batchKey = `${principal.keyId}:${requests?.limit}:${tokenBucket?.limit}`
+          const taken = yield* counts.submit(batchKey, { buckets, step: { _tag: "take", amounts } })
           yield* outage.succeeded
           const status = yield* FiberRef.get(currentRateLimits)
           buckets.forEach((bucket, i) => {
@@ -152,10 +178,15 @@ export const RateLimiterLive = Layer.effect(
             return yield* retryLater(what || "the key's limits", retryAfterMs)
           }
           if (tokenBucket === undefined) return unlimited
+          const tokensAt = buckets.length - 1
           return {
+            // Queued in the key's next count, not waited for: the call's answer does not depend on it,
+            // and the key's next take in this process is counted after it.
             settle: (used: number) =>
-              Effect.flatMap(Clock.currentTimeMillis, (at) =>
-                store.adjust(tokenBucket, wholeTokens(used, counted) - counted, at)).pipe(Effect.ignoreLogged)
+              counts.send(batchKey, {
+                buckets,
+                step: { _tag: "adjust", bucket: tokensAt, delta: wholeTokens(used, counted) - counted }
+              })
           }
         }).pipe(
           Effect.catchTag("StoreUnavailable", (error) => Effect.zipRight(outage.failed(error), Effect.fail(refusal)))

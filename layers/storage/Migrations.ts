@@ -20,6 +20,7 @@ import usage from "./migrations/0015_usage.ts"
 import callStats from "./migrations/0016_call_stats.ts"
 import retention from "./migrations/0017_retention.ts"
 import reservationLookup from "./migrations/0018_reservation_lookup.ts"
+import rateCount from "./migrations/0019_rate_count.ts"
 
 const MIGRATIONS: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_accounts_keys_ledger": accountsKeysLedger,
@@ -39,7 +40,8 @@ const MIGRATIONS: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClien
   "0015_usage": usage,
   "0016_call_stats": callStats,
   "0017_retention": retention,
-  "0018_reservation_lookup": reservationLookup
+  "0018_reservation_lookup": reservationLookup,
+  "0019_rate_count": rateCount
 }
 
 /** The newest migration this build knows; `/readyz` is ready once the database has it. */

@@ -13,6 +13,11 @@ import { Cause, Effect, Exit, FiberSet, type Scope } from "effect"
 
 export interface SerialBatches<I, O, E> {
   readonly submit: (key: string, item: I) => Effect.Effect<O, E>
+  /**
+   * Queues `item` without waiting for its answer: it goes in the key's next batch, so an item
+   * submitted after it goes after it (an idle key's batch runs in a fiber of its own).
+   */
+  readonly send: (key: string, item: I) => Effect.Effect<void>
 }
 
 interface Waiting<I, O, E> {
@@ -62,7 +67,16 @@ export const makeSerialBatches = <I, O, E>(
         return yield* itemExit(exit, 0)
       })
 
+    const unanswered = () => {}
+
     return {
+      send: (key, item) =>
+        Effect.suspend(() => {
+          const waiting = queued.get(key)
+          if (waiting !== undefined) return Effect.sync(() => void waiting.push({ item, resume: unanswered }))
+          queued.set(key, [])
+          return Effect.asVoid(FiberSet.run(fibers, drain(key, [{ item, resume: unanswered }])))
+        }),
       submit: (key, item) =>
         Effect.suspend(() => {
           const waiting = queued.get(key)

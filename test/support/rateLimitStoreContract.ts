@@ -24,89 +24,120 @@ const bucket = (limit: number, windowMs = 60_000): Bucket => ({
 
 const store = RateLimitStore
 
+/** One take, as a count of one step. */
+const take = (buckets: ReadonlyArray<Bucket>, amounts: ReadonlyArray<number>, nowMs: number) =>
+  Effect.flatMap(store, (s) => Effect.map(s.count(buckets, [{ _tag: "take", amounts }], nowMs), ([taken]) => taken!))
+
+/** One correction of a bucket, as a count of one step. */
+const adjust = (bucket: Bucket, delta: number, nowMs: number) =>
+  Effect.flatMap(store, (s) => Effect.asVoid(s.count([bucket], [{ _tag: "adjust", bucket: 0, delta }], nowMs)))
+
 export const rateLimitStoreContract = (implementation: StoreUnderTest) =>
   layer(implementation.layer, { timeout: "60 seconds" })(`RateLimitStore contract: ${implementation.name}`, (it) => {
     it.effect("a bucket gives its limit, then refuses, and refills evenly over its window", () =>
       Effect.gen(function*() {
-        const s = yield* store
         const now = Date.now()
         const rpm = bucket(5)
         for (let i = 4; i >= 0; i--) {
-          const taken = yield* s.take([rpm], [1], now)
+          const taken = yield* take([rpm], [1], now)
           expect(taken.ok).toBe(true)
           expect(taken.available[0]).toBeCloseTo(i, 6)
         }
-        const refused = yield* s.take([rpm], [1], now + 1)
+        const refused = yield* take([rpm], [1], now + 1)
         expect(refused.ok).toBe(false)
         expect(refused.available[0]).toBeLessThan(1)
         // One request comes back every 12 s.
-        expect((yield* s.take([rpm], [1], now + 12_000)).ok).toBe(true)
-        expect((yield* s.take([rpm], [1], now + 12_001)).ok).toBe(false)
+        expect((yield* take([rpm], [1], now + 12_000)).ok).toBe(true)
+        expect((yield* take([rpm], [1], now + 12_001)).ok).toBe(false)
         // A whole window later it is full again, and never fuller.
-        expect((yield* s.take([rpm], [5], now + 12_000 + 120_000)).ok).toBe(true)
+        expect((yield* take([rpm], [5], now + 12_000 + 120_000)).ok).toBe(true)
       }))
 
     it.effect("several buckets are taken together or not at all", () =>
       Effect.gen(function*() {
-        const s = yield* store
         const now = Date.now()
         const requests = bucket(5)
         const tokens = bucket(100)
-        const refused = yield* s.take([requests, tokens], [1, 101], now)
+        const refused = yield* take([requests, tokens], [1, 101], now)
         expect(refused).toMatchObject({ ok: false })
         expect(refused.available[0]).toBeCloseTo(5, 6)
         expect(refused.available[1]).toBeCloseTo(100, 6)
-        const taken = yield* s.take([requests, tokens], [1, 60], now)
+        const taken = yield* take([requests, tokens], [1, 60], now)
         expect(taken.ok).toBe(true)
         expect(taken.available[0]).toBeCloseTo(4, 6)
         expect(taken.available[1]).toBeCloseTo(40, 6)
         // The tokens fall short: the request is not taken either.
-        expect((yield* s.take([requests, tokens], [1, 41], now)).ok).toBe(false)
-        expect((yield* s.take([requests], [4], now)).ok).toBe(true)
+        expect((yield* take([requests, tokens], [1, 41], now)).ok).toBe(false)
+        expect((yield* take([requests], [4], now)).ok).toBe(true)
       }))
 
     it.effect("an adjustment gives back only up to the limit, and takes more into debt", () =>
       Effect.gen(function*() {
-        const s = yield* store
         const now = Date.now()
         const tokens = bucket(100)
-        expect((yield* s.take([tokens], [50], now)).ok).toBe(true)
-        yield* s.adjust(tokens, -80, now)
-        expect((yield* s.take([tokens], [101], now)).ok).toBe(false)
-        expect((yield* s.take([tokens], [100], now)).ok).toBe(true)
-        yield* s.adjust(tokens, 50, now)
-        const inDebt = yield* s.take([tokens], [1], now)
+        expect((yield* take([tokens], [50], now)).ok).toBe(true)
+        yield* adjust(tokens, -80, now)
+        expect((yield* take([tokens], [101], now)).ok).toBe(false)
+        expect((yield* take([tokens], [100], now)).ok).toBe(true)
+        yield* adjust(tokens, 50, now)
+        const inDebt = yield* take([tokens], [1], now)
         expect(inDebt.ok).toBe(false)
         expect(inDebt.available[0]).toBeCloseTo(-50, 6)
         // 51 tokens take 30.6 s to come back at 100 per minute.
-        expect((yield* s.take([tokens], [1], now + 30_500)).ok).toBe(false)
-        expect((yield* s.take([tokens], [1], now + 30_700)).ok).toBe(true)
+        expect((yield* take([tokens], [1], now + 30_500)).ok).toBe(false)
+        expect((yield* take([tokens], [1], now + 30_700)).ok).toBe(true)
         // An adjustment of a bucket never taken starts from a full one.
         const fresh = bucket(10)
-        yield* s.adjust(fresh, 4, now)
-        expect((yield* s.take([fresh], [7], now)).ok).toBe(false)
-        expect((yield* s.take([fresh], [6], now)).ok).toBe(true)
+        yield* adjust(fresh, 4, now)
+        expect((yield* take([fresh], [7], now)).ok).toBe(false)
+        expect((yield* take([fresh], [6], now)).ok).toBe(true)
+      }))
+
+    it.effect("a count's steps go in order, each as it would alone", () =>
+      Effect.gen(function*() {
+        const s = yield* store
+        const now = Date.now()
+        const requests = bucket(3)
+        const tokens = bucket(100)
+        const outcomes = yield* s.count([requests, tokens], [
+          { _tag: "take", amounts: [1, 60] },
+          { _tag: "take", amounts: [1, 50] },
+          { _tag: "adjust", bucket: 1, delta: -40 },
+          { _tag: "take", amounts: [1, 50] },
+          { _tag: "take", amounts: [2, 1] },
+          { _tag: "adjust", bucket: 1, delta: 95 }
+        ], now)
+        expect(outcomes.map((taken) => taken.ok)).toEqual([true, false, true, true, false, true])
+        const held = outcomes.map((taken) => taken.available.map((tokens) => Math.round(tokens * 1e6) / 1e6))
+        // The second take is refused whole (50 > 40): neither bucket moves. The correction gives 40 back;
+        // the fourth call fits again, the fifth asks two requests where one is left, and the last correction leaves a debt.
+        expect(held).toEqual([[2, 40], [2, 40], [2, 80], [1, 30], [1, 30], [1, -65]])
+        // The buckets keep what the last step left.
+        const after = yield* take([requests, tokens], [1, 0], now)
+        expect(after.ok).toBe(false)
+        expect(after.available[1]).toBeCloseTo(-65, 6)
+        // A correction gives back only up to the limit.
+        const [full] = yield* s.count([requests, tokens], [{ _tag: "adjust", bucket: 1, delta: -1000 }], now)
+        expect(full!.available[1]).toBeCloseTo(100, 6)
       }))
 
     it.effect("buckets of different keys do not share", () =>
       Effect.gen(function*() {
-        const s = yield* store
         const now = Date.now()
         const a = bucket(1)
         const b = { ...bucket(1), key: `${a.key}x` }
-        expect((yield* s.take([a], [1], now)).ok).toBe(true)
-        expect((yield* s.take([b], [1], now)).ok).toBe(true)
-        expect((yield* s.take([a], [1], now)).ok).toBe(false)
+        expect((yield* take([a], [1], now)).ok).toBe(true)
+        expect((yield* take([b], [1], now)).ok).toBe(true)
+        expect((yield* take([a], [1], now)).ok).toBe(false)
       }))
 
     it.effect("takes racing for one bucket never give more than it holds", () =>
       Effect.gen(function*() {
-        const s = yield* store
         const now = Date.now()
         const requests = bucket(10)
         const tokens = bucket(1000)
         const results = yield* Effect.all(
-          Array.from({ length: 30 }, () => s.take([requests, tokens], [1, 10], now)),
+          Array.from({ length: 30 }, () => take([requests, tokens], [1, 10], now)),
           { concurrency: "unbounded" }
         )
         expect(results.filter((taken) => taken.ok)).toHaveLength(10)
