@@ -6,7 +6,7 @@
  * the embedded database. The state of the current request's windows is left
  * in `currentRateLimits`, for the edge to send as `x-ratelimit-*` headers.
  */
-import { Context, Data, type Effect, FiberRef, type Option, type Scope } from "effect"
+import { Context, Data, type Effect, FiberRef, type Scope } from "effect"
 import { globalValue } from "effect/GlobalValue"
 import type { RateLimited, ServiceUnavailable } from "./ApiError.ts"
 import type { Principal } from "./ApiKeys.ts"
@@ -84,16 +84,23 @@ export class RateLimitStore extends Context.Tag("svc/RateLimitStore")<RateLimitS
     steps: ReadonlyArray<CountStep>,
     nowMs: number
   ) => Effect.Effect<ReadonlyArray<Taken>, StoreUnavailable>
-  /** A permit under `key` if fewer than `limit` unexpired ones are held; it expires at `expiresMs`. */
-  readonly acquire: (
+  /**
+   * One account's permits (under `key`) in one atomic step: the permits in `release` are given
+   * back, then those in `acquire` are granted in order while fewer than `limit` unexpired ones
+   * are held, each expiring at `expiresMs`. Answers, for each of `acquire`, whether it was granted.
+   */
+  readonly permits: (
     key: string,
     limit: number,
+    step: { readonly release: ReadonlyArray<string>; readonly acquire: ReadonlyArray<string> },
     nowMs: number,
     expiresMs: number
-  ) => Effect.Effect<Option.Option<string>, StoreUnavailable>
-  /** Extends a held permit's lease. */
-  readonly renew: (key: string, permit: string, expiresMs: number) => Effect.Effect<void, StoreUnavailable>
-  readonly release: (key: string, permit: string) => Effect.Effect<void, StoreUnavailable>
+  ) => Effect.Effect<ReadonlyArray<boolean>, StoreUnavailable>
+  /** Extends the leases of held permits to `expiresMs` (a permit no longer held stays gone). */
+  readonly renew: (
+    held: ReadonlyArray<{ readonly key: string; readonly permit: string }>,
+    expiresMs: number
+  ) => Effect.Effect<void, StoreUnavailable>
 }>() {}
 
 /** The store cannot be reached. */

@@ -176,9 +176,8 @@ describe("rate limiter (memory store)", () => {
       RateLimiterLive.pipe(
         Layer.provide(Layer.succeed(RateLimitStore, {
           count: () => Effect.fail(new StoreUnavailable({ cause: new Error("connection refused") })),
-          acquire: () => Effect.die("unused"),
-          renew: () => Effect.die("unused"),
-          release: () => Effect.die("unused")
+          permits: () => Effect.die("unused"),
+          renew: () => Effect.die("unused")
         })),
         Layer.provide(testConfig())
       )

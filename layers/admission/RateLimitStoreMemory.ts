@@ -3,8 +3,7 @@
  * the embedded database (one process owns it) and in unit tests. Same
  * answers as the shared stores (test/rateLimitStoreContract.test.ts).
  */
-import { randomUUID } from "node:crypto"
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer } from "effect"
 import { RateLimitStore, type Taken } from "../../services/RateLimiter.ts"
 import { refilled } from "./tokenBucket.ts"
 
@@ -13,7 +12,7 @@ const MAX_BUCKETS = 100_000
 
 export const RateLimitStoreMemory = Layer.sync(RateLimitStore, () => {
   const buckets = new Map<string, { tokens: number; atMs: number }>()
-  const permits = new Map<string, Map<string, number>>()
+  const permitSets = new Map<string, Map<string, number>>()
   const stateOf = (key: string, limit: number, nowMs: number) => {
     let state = buckets.get(key)
     if (state === undefined) {
@@ -43,26 +42,26 @@ export const RateLimitStoreMemory = Layer.sync(RateLimitStore, () => {
         })
         return outcomes
       }),
-    acquire: (key, limit, nowMs, expiresMs) =>
+    permits: (key, limit, step, nowMs, expiresMs) =>
       Effect.sync(() => {
-        const held = permits.get(key) ?? new Map<string, number>()
-        permits.set(key, held)
+        const held = permitSets.get(key) ?? new Map<string, number>()
+        for (const permit of step.release) held.delete(permit)
         for (const [permit, expires] of held) if (expires <= nowMs) held.delete(permit)
-        if (held.size >= limit) return Option.none()
-        const permit = randomUUID()
-        held.set(permit, expiresMs)
-        return Option.some(permit)
+        const granted = step.acquire.map((permit) => {
+          if (held.size >= limit) return false
+          held.set(permit, expiresMs)
+          return true
+        })
+        if (held.size === 0) permitSets.delete(key)
+        else permitSets.set(key, held)
+        return granted
       }),
-    renew: (key, permit, expiresMs) =>
+    renew: (entries, expiresMs) =>
       Effect.sync(() => {
-        const held = permits.get(key)
-        if (held?.has(permit) === true) held.set(permit, expiresMs)
-      }),
-    release: (key, permit) =>
-      Effect.sync(() => {
-        const held = permits.get(key)
-        held?.delete(permit)
-        if (held?.size === 0) permits.delete(key)
+        for (const { key, permit } of entries) {
+          const held = permitSets.get(key)
+          if (held?.has(permit) === true) held.set(permit, expiresMs)
+        }
       })
   })
 })

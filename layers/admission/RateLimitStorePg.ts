@@ -2,13 +2,13 @@
  * Rate-limit buckets and concurrency permits in PostgreSQL (migration 0008),
  * shared by every gateway process on the database: a count (a batch of one
  * key's takes and corrections, migration 0019) is one call of
- * `svc_rate_count`, a permit one call of `svc_permit_acquire`; a renewal and
- * a release are one statement each. While the database cannot be reached, a
- * limited call gets the database's 503 (src/http/Edge.ts).
+ * `svc_rate_count`, a batch of one account's permits (given back and asked
+ * for, migration 0020) one call of `svc_permits`, and the renewal of every
+ * permit a process holds one statement. While the database cannot be
+ * reached, a limited call gets the database's 503 (src/http/Edge.ts).
  */
-import { randomUUID } from "node:crypto"
 import { SqlClient } from "@effect/sql"
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer } from "effect"
 import { RateLimitStore } from "../../services/RateLimiter.ts"
 
 /** A database failure is a defect, as for every other query of a request: an outage becomes the edge's 503. */
@@ -46,18 +46,17 @@ export const RateLimitStorePg = Layer.effect(
           unavailable
         )
       },
-      acquire: (key, limit, nowMs, expiresMs) => {
-        const permit = randomUUID()
-        return sql<{ ok: boolean }>`
-          SELECT svc_permit_acquire(${key}, ${permit}, ${limit}, ${Math.round(nowMs)}, ${Math.round(expiresMs)}) AS ok`.pipe(
-          Effect.map(([row]) => row!.ok ? Option.some(permit) : Option.none()),
+      permits: (key, limit, step, nowMs, expiresMs) =>
+        sql<{ granted: unknown }>`
+          SELECT svc_permits(${key}, ${limit}, ${step.release}::text[], ${step.acquire}::text[],
+            ${Math.round(nowMs)}, ${Math.round(expiresMs)}) AS granted`.pipe(
+          Effect.map(([row]) => booleans(row!.granted)),
           unavailable
-        )
-      },
-      renew: (key, permit, expiresMs) =>
-        sql`UPDATE rate_limit_permits SET expires_ms = ${Math.round(expiresMs)} WHERE key = ${key} AND permit = ${permit}`
-          .pipe(Effect.asVoid, unavailable),
-      release: (key, permit) =>
-        sql`DELETE FROM rate_limit_permits WHERE key = ${key} AND permit = ${permit}`.pipe(Effect.asVoid, unavailable)
+        ),
+      renew: (held, expiresMs) =>
+        sql`
+          UPDATE rate_limit_permits p SET expires_ms = ${Math.round(expiresMs)}
+          FROM unnest(${held.map((entry) => entry.key)}::text[], ${held.map((entry) => entry.permit)}::text[]) AS h(key, permit)
+          WHERE p.key = h.key AND p.permit = h.permit`.pipe(Effect.asVoid, unavailable)
     }))
 )

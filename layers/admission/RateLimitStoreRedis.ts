@@ -5,8 +5,7 @@
  * full again, an account's permits a sorted set scored by lease expiry (the
  * set expires with its last lease).
  */
-import { randomUUID } from "node:crypto"
-import { Effect, Layer, Option, Redacted, Runtime } from "effect"
+import { Effect, Layer, Redacted, Runtime } from "effect"
 import { Redis } from "ioredis"
 import { AppConfig } from "../../services/Config.ts"
 import { RateLimitStore, StoreUnavailable } from "../../services/RateLimiter.ts"
@@ -47,13 +46,26 @@ for i, key in ipairs(KEYS) do
 end
 return out`
 
-/** KEYS: the permit set; ARGV: now, limit, expiry, permit. */
-const ACQUIRE = `
-redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", ARGV[1])
-if redis.call("ZCARD", KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
-redis.call("ZADD", KEYS[1], ARGV[3], ARGV[4])
-redis.call("PEXPIREAT", KEYS[1], redis.call("ZRANGE", KEYS[1], -1, -1, "WITHSCORES")[2])
-return 1`
+/**
+ * KEYS: the permit set; ARGV: now, limit, expiry, how many are given back, those, then those asked
+ * for. Returns 1 or 0 for each asked for: granted or not.
+ */
+const PERMITS = `
+local now, limit, expiry, given = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+for i = 5, 4 + given do redis.call("ZREM", KEYS[1], ARGV[i]) end
+redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", now)
+local held, out = redis.call("ZCARD", KEYS[1]), {}
+for i = 5 + given, #ARGV do
+  if held < limit then
+    redis.call("ZADD", KEYS[1], expiry, ARGV[i])
+    held = held + 1
+    out[#out + 1] = 1
+  else
+    out[#out + 1] = 0
+  end
+end
+if held > 0 then redis.call("PEXPIREAT", KEYS[1], redis.call("ZRANGE", KEYS[1], -1, -1, "WITHSCORES")[2]) end
+return out`
 
 /** KEYS: the permit set; ARGV: expiry, permit. */
 const RENEW = `
@@ -90,15 +102,18 @@ export const makeRedisStore = (redis: Redis, prefix: string) => {
         }))
       ))
     },
-    acquire: (key, limit, nowMs, expiresMs) => {
-      const permit = randomUUID()
-      return run(() => redis.eval(ACQUIRE, 1, permits(key), nowMs, limit, expiresMs, permit)).pipe(
-        Effect.map((got) => got === 1 ? Option.some(permit) : Option.none())
-      )
-    },
-    renew: (key, permit, expiresMs) =>
-      run(() => redis.eval(RENEW, 1, permits(key), expiresMs, permit)).pipe(Effect.asVoid),
-    release: (key, permit) => run(() => redis.zrem(permits(key), permit)).pipe(Effect.asVoid)
+    permits: (key, limit, step, nowMs, expiresMs) =>
+      run(() =>
+        redis.eval(PERMITS, 1, permits(key), nowMs, limit, expiresMs, step.release.length, ...step.release, ...step.acquire) as Promise<
+          Array<number>
+        >
+      ).pipe(Effect.map((out) => step.acquire.map((_, i) => out[i] === 1))),
+    renew: (held, expiresMs) =>
+      run(() => {
+        const batch = redis.pipeline()
+        for (const { key, permit } of held) batch.eval(RENEW, 1, permits(key), expiresMs, permit)
+        return batch.exec()
+      }).pipe(Effect.asVoid)
   })
 }
 

@@ -9,7 +9,7 @@
  * when its scope closes; a process that dies leaves permits that expire.
  * The bootstrap operator key (no account) is never limited.
  */
-import { Clock, Effect, Exit, FiberRef, Layer, Option, Schedule } from "effect"
+import { Clock, Effect, Exit, FiberRef, Layer, Option } from "effect"
 import { RateLimited, ServiceUnavailable } from "../../services/ApiError.ts"
 import type { Principal } from "../../services/ApiKeys.ts"
 import { AppConfig } from "../../services/Config.ts"
@@ -26,6 +26,7 @@ import {
   type StoreUnavailable
 } from "../../services/RateLimiter.ts"
 import { makeSerialBatches } from "../storage/serialBatches.ts"
+import { makePermits } from "./permits.ts"
 import { msUntil, windowState } from "./tokenBucket.ts"
 
 const MINUTE_MS = 60_000
@@ -103,20 +104,13 @@ export const RateLimiterLive = Layer.scoped(
         }).pipe(Effect.catchAllCause(() => Effect.void)) // the refusal stands even if the log cannot be written
       })
 
+    const permits = yield* makePermits(store, leaseMs)
     /** One of the account's concurrent-call permits, held until the scope closes. */
     const permit = (principal: Principal & { readonly accountId: string }, cap: number) =>
       Effect.gen(function*() {
-        const accountId = principal.accountId
-        const now = yield* Clock.currentTimeMillis
-        const got = yield* store.acquire(accountId, cap, now, now + leaseMs)
-        if (Option.isNone(got)) {
-          yield* refused("concurrency", principal, 1000)
-          return yield* retryLater(`${cap} concurrent calls per account`, 1000)
-        }
-        yield* Effect.addFinalizer(() => Effect.ignoreLogged(store.release(accountId, got.value)))
-        // Renewed while the call runs; interrupted (before the release above) when the scope closes.
-        const renew = Effect.flatMap(Clock.currentTimeMillis, (at) => store.renew(accountId, got.value, at + leaseMs))
-        yield* Effect.forkScoped(Effect.repeat(Effect.delay(Effect.ignoreLogged(renew), leaseMs / 3), Schedule.forever))
+        if (yield* permits.hold(principal.accountId, cap)) return
+        yield* refused("concurrency", principal, 1000)
+        return yield* retryLater(`${cap} concurrent calls per account`, 1000)
       })
 
     const bucketsOf = (principal: Principal) => {

@@ -21,6 +21,7 @@ import callStats from "./migrations/0016_call_stats.ts"
 import retention from "./migrations/0017_retention.ts"
 import reservationLookup from "./migrations/0018_reservation_lookup.ts"
 import rateCount from "./migrations/0019_rate_count.ts"
+import permitBatches from "./migrations/0020_permit_batches.ts"
 
 const MIGRATIONS: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_accounts_keys_ledger": accountsKeysLedger,
@@ -41,7 +42,8 @@ const MIGRATIONS: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClien
   "0016_call_stats": callStats,
   "0017_retention": retention,
   "0018_reservation_lookup": reservationLookup,
-  "0019_rate_count": rateCount
+  "0019_rate_count": rateCount,
+  "0020_permit_batches": permitBatches
 }
 
 /** The newest migration this build knows; `/readyz` is ready once the database has it. */

@@ -28,6 +28,20 @@ const store = RateLimitStore
 const take = (buckets: ReadonlyArray<Bucket>, amounts: ReadonlyArray<number>, nowMs: number) =>
   Effect.flatMap(store, (s) => Effect.map(s.count(buckets, [{ _tag: "take", amounts }], nowMs), ([taken]) => taken!))
 
+/** A permit asked for alone: its id if granted. */
+const acquire = (key: string, limit: number, nowMs: number, expiresMs: number) =>
+  Effect.flatMap(store, (s) => {
+    const permit = `permit_${randomBytes(6).toString("hex")}`
+    return Effect.map(
+      s.permits(key, limit, { release: [], acquire: [permit] }, nowMs, expiresMs),
+      ([granted]) => granted === true ? Option.some(permit) : Option.none()
+    )
+  })
+
+/** A permit given back alone. */
+const release = (key: string, permit: string, nowMs: number) =>
+  Effect.flatMap(store, (s) => Effect.asVoid(s.permits(key, 0, { release: [permit], acquire: [] }, nowMs, nowMs)))
+
 /** One correction of a bucket, as a count of one step. */
 const adjust = (bucket: Bucket, delta: number, nowMs: number) =>
   Effect.flatMap(store, (s) => Effect.asVoid(s.count([bucket], [{ _tag: "adjust", bucket: 0, delta }], nowMs)))
@@ -148,30 +162,42 @@ export const rateLimitStoreContract = (implementation: StoreUnderTest) =>
         const s = yield* store
         const now = Date.now()
         const account = `acct_${randomBytes(6).toString("hex")}`
-        const first = yield* s.acquire(account, 2, now, now + 10_000)
-        const second = yield* s.acquire(account, 2, now, now + 10_000)
+        const first = yield* acquire(account, 2, now, now + 10_000)
+        const second = yield* acquire(account, 2, now, now + 10_000)
         expect(Option.isSome(first) && Option.isSome(second)).toBe(true)
         expect(Option.getOrThrow(first)).not.toBe(Option.getOrThrow(second))
-        expect(Option.isNone(yield* s.acquire(account, 2, now, now + 10_000))).toBe(true)
-        expect(Option.isSome(yield* s.acquire(`${account}x`, 2, now, now + 10_000))).toBe(true)
-        yield* s.release(account, Option.getOrThrow(first))
-        const third = yield* s.acquire(account, 2, now, now + 10_000)
+        expect(Option.isNone(yield* acquire(account, 2, now, now + 10_000))).toBe(true)
+        expect(Option.isSome(yield* acquire(`${account}x`, 2, now, now + 10_000))).toBe(true)
+        yield* release(account, Option.getOrThrow(first), now)
+        const third = yield* acquire(account, 2, now, now + 10_000)
         expect(Option.isSome(third)).toBe(true)
         // `second` is renewed, `third` is not: once `third`'s lease has run out only `second` holds.
-        yield* s.renew(account, Option.getOrThrow(second), now + 60_000)
-        expect(Option.isNone(yield* s.acquire(account, 2, now + 9_000, now + 20_000))).toBe(true)
-        const afterLease = yield* s.acquire(account, 2, now + 10_001, now + 20_000)
+        yield* s.renew([{ key: account, permit: Option.getOrThrow(second) }], now + 60_000)
+        expect(Option.isNone(yield* acquire(account, 2, now + 9_000, now + 20_000))).toBe(true)
+        const afterLease = yield* acquire(account, 2, now + 10_001, now + 20_000)
         expect(Option.isSome(afterLease)).toBe(true)
-        expect(Option.isNone(yield* s.acquire(account, 2, now + 10_002, now + 20_000))).toBe(true)
+        expect(Option.isNone(yield* acquire(account, 2, now + 10_002, now + 20_000))).toBe(true)
       }))
 
-    it.effect("permits racing for the last place: exactly the limit are granted", () =>
+    it.effect("permits given back and asked for in one step: given back first, then granted in order while there is room", () =>
       Effect.gen(function*() {
         const s = yield* store
         const now = Date.now()
         const account = `acct_${randomBytes(6).toString("hex")}`
+        expect(yield* s.permits(account, 2, { release: [], acquire: ["a", "b", "c"] }, now, now + 10_000)).toEqual([true, true, false])
+        expect(yield* s.permits(account, 2, { release: ["a"], acquire: ["d", "e"] }, now, now + 10_000)).toEqual([true, false])
+        // Only "b" and "d" hold: giving back one unknown and "b" leaves room for one.
+        expect(yield* s.permits(account, 2, { release: ["x", "b"], acquire: ["f", "g"] }, now, now + 10_000)).toEqual([true, false])
+        expect(yield* s.permits(account, 2, { release: ["d", "f"], acquire: [] }, now, now)).toEqual([])
+        expect(yield* s.permits(account, 2, { release: [], acquire: ["h", "i", "j"] }, now, now + 10_000)).toEqual([true, true, false])
+      }))
+
+    it.effect("permits racing for the last place: exactly the limit are granted", () =>
+      Effect.gen(function*() {
+        const now = Date.now()
+        const account = `acct_${randomBytes(6).toString("hex")}`
         const results = yield* Effect.all(
-          Array.from({ length: 20 }, () => s.acquire(account, 3, now, now + 10_000)),
+          Array.from({ length: 20 }, () => acquire(account, 3, now, now + 10_000)),
           { concurrency: "unbounded" }
         )
         expect(results.filter(Option.isSome)).toHaveLength(3)
