@@ -1,6 +1,9 @@
-/** The group-commit helper: one batch per key in flight, the rest batched behind it. */
+/**
+ * The group-commit helper: one batch per key in flight, the rest batched behind it; an item sent
+ * without waiting lingers for the key's next submitted one, else goes alone, or when the scope closes.
+ */
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber } from "effect"
+import { Deferred, Effect, Exit, Fiber, Scope, TestClock } from "effect"
 import { makeSerialBatches } from "../layers/storage/serialBatches.ts"
 
 describe("serial batches", () => {
@@ -59,5 +62,33 @@ describe("serial batches", () => {
       const failed = yield* Effect.exit(batcher.submit("a", 1))
       expect(Exit.isFailure(failed) && Exit.isInterrupted(failed) === false).toBe(true)
       expect(yield* batcher.submit("a", 2)).toBe(2)
+    }))
+
+  it.effect("a sent item lingers for the key's next submitted one, goes alone once its linger ends, and goes when the scope closes", () =>
+    Effect.gen(function*() {
+      const batches: Array<ReadonlyArray<number>> = []
+      const scope = yield* Scope.make()
+      const batcher = yield* Scope.extend(
+        makeSerialBatches<number, number, never>(
+          (_key, items) => Effect.sync(() => (batches.push(items), items.map((n) => Exit.succeed(n)))),
+          10,
+          50
+        ),
+        scope
+      )
+      yield* batcher.send("a", 1)
+      yield* batcher.send("a", 2)
+      expect(batches).toEqual([])
+      // The next submitted item takes them along, after them.
+      expect(yield* batcher.submit("a", 3)).toBe(3)
+      expect(batches).toEqual([[1, 2, 3]])
+      yield* batcher.send("a", 4)
+      yield* TestClock.adjust(49)
+      expect(batches).toHaveLength(1)
+      yield* TestClock.adjust(1)
+      expect(batches).toEqual([[1, 2, 3], [4]])
+      yield* batcher.send("b", 5)
+      yield* Scope.close(scope, Exit.void)
+      expect(batches).toEqual([[1, 2, 3], [4], [5]])
     }))
 })

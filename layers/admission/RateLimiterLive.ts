@@ -34,6 +34,13 @@ const MINUTE_MS = 60_000
 /** Steps one count may carry; more wait for the next. */
 const MAX_BATCH = 64
 
+/**
+ * How long a correction or a permit given back waits for the key's (the account's) next call, to
+ * be counted in one store operation with it (at one connection: one round trip a call, not two),
+ * before it is counted alone. Other processes see it that much later.
+ */
+const LINGER_MS = 50
+
 /** A step of a key's count, with the buckets it is counted against. */
 interface Counted {
   readonly buckets: ReadonlyArray<Bucket>
@@ -104,7 +111,7 @@ export const RateLimiterLive = Layer.scoped(
         }).pipe(Effect.catchAllCause(() => Effect.void)) // the refusal stands even if the log cannot be written
       })
 
-    const permits = yield* makePermits(store, leaseMs)
+    const permits = yield* makePermits(store, leaseMs, LINGER_MS)
     /** One of the account's concurrent-call permits, held until the scope closes. */
     const permit = (principal: Principal & { readonly accountId: string }, cap: number) =>
       Effect.gen(function*() {
@@ -134,7 +141,8 @@ export const RateLimiterLive = Layer.scoped(
           Effect.map((outcomes) => outcomes.map((taken) => Exit.succeed(taken))),
           Effect.catchAll((error) => Effect.succeed(items.map(() => Exit.fail(error))))
         ),
-      MAX_BATCH
+      MAX_BATCH,
+      LINGER_MS
     )
 
     return RateLimiter.of({
@@ -174,8 +182,8 @@ export const RateLimiterLive = Layer.scoped(
           if (tokenBucket === undefined) return unlimited
           const tokensAt = buckets.length - 1
           return {
-            // Queued in the key's next count, not waited for: the call's answer does not depend on it,
-            // and the key's next take in this process is counted after it.
+            // Queued in the key's next count, not waited for: the call's answer does not depend on it, and
+            // it goes with the key's next take in this process (LINGER_MS at most), counted before it.
             settle: (used: number) =>
               counts.send(batchKey, {
                 buckets,

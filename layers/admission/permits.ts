@@ -4,8 +4,8 @@
  * process one store step is in flight; the permits given back and asked for
  * meanwhile go together in the next (group commit), given back first, so a
  * busy account costs one store operation per batch instead of two per call.
- * A permit given back is queued, not waited for: the account's next request
- * in this process is counted after it. One heartbeat per process renews the
+ * A permit given back is queued, not waited for: it goes with the account's
+ * next request in this process (`lingerMs` at most), counted before it. One heartbeat per process renews the
  * leases of every permit it holds, in one operation, every third of the
  * lease; a process that dies leaves permits that expire.
  */
@@ -33,7 +33,8 @@ interface Held {
 /** `hold(account, cap)`: whether the account had room for one more call; a permit granted is held until the scope closes. */
 export const makePermits = (
   store: RateLimitStore["Type"],
-  leaseMs: number
+  leaseMs: number,
+  lingerMs: number
 ): Effect.Effect<
   { readonly hold: (accountId: string, cap: number) => Effect.Effect<boolean, StoreUnavailable, Scope.Scope> },
   never,
@@ -53,7 +54,8 @@ export const makePermits = (
           let next = 0
           return items.map((item) => Exit.succeed(item.acquire ? granted[next++] === true : true))
         }).pipe(Effect.catchAll((error) => Effect.succeed(items.map(() => Exit.fail(error))))),
-      MAX_BATCH
+      MAX_BATCH,
+      lingerMs
     )
 
     const held = new Set<Held>()

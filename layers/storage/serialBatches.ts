@@ -15,7 +15,8 @@ export interface SerialBatches<I, O, E> {
   readonly submit: (key: string, item: I) => Effect.Effect<O, E>
   /**
    * Queues `item` without waiting for its answer: it goes in the key's next batch, so an item
-   * submitted after it goes after it (an idle key's batch runs in a fiber of its own).
+   * submitted after it goes after it. To an idle key it lingers (`sendLingerMs`) for the key's next
+   * submitted item, to go in one batch with it, before it goes alone in a fiber of its own.
    */
   readonly send: (key: string, item: I) => Effect.Effect<void>
 }
@@ -26,15 +27,21 @@ interface Waiting<I, O, E> {
   readonly resume: (answer: Exit.Exit<O, E>) => void
 }
 
-/** `run` answers each item of a batch, in order; if it fails as a whole, every item gets that failure. */
+/**
+ * `run` answers each item of a batch, in order; if it fails as a whole, every item gets that
+ * failure. Items sent and still lingering when the scope closes go then.
+ */
 export const makeSerialBatches = <I, O, E>(
   run: (key: string, items: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<Exit.Exit<O, E>>>,
-  maxBatch: number
+  maxBatch: number,
+  sendLingerMs = 0
 ): Effect.Effect<SerialBatches<I, O, E>, never, Scope.Scope> =>
   Effect.gen(function*() {
     const fibers = yield* FiberSet.make()
     // A key is present while a batch of it is in flight; its array holds the next batch.
     const queued = new Map<string, Array<Waiting<I, O, E>>>()
+    // Items sent to an idle key, waiting for its next submitted item or the end of their linger.
+    const lingering = new Map<string, Array<Waiting<I, O, E>>>()
 
     /** Item `i`'s answer from its batch's exit: a batch that failed as a whole fails every item. */
     const itemExit = (exit: Exit.Exit<ReadonlyArray<Exit.Exit<O, E>>>, i: number): Exit.Exit<O, E> =>
@@ -56,16 +63,37 @@ export const makeSerialBatches = <I, O, E>(
         queued.delete(key)
       })
 
-    /** Runs a batch of one in the caller's fiber; whatever queued meanwhile is drained in a fiber of its own. */
+    /**
+     * Runs a batch of `item` (after whatever lingered for the key) in the caller's fiber; whatever
+     * queued meanwhile is drained in a fiber of its own.
+     */
     const runAlone = (key: string, item: I) =>
       Effect.gen(function*() {
+        const before = lingering.get(key) ?? []
+        lingering.delete(key)
         queued.set(key, [])
-        const exit = yield* Effect.exit(run(key, [item]))
+        const exit = yield* Effect.exit(run(key, [...before.map((waiting) => waiting.item), item]))
+        yield* answer(before, exit)
         const next = queued.get(key)!.splice(0, maxBatch)
         if (next.length > 0) yield* FiberSet.run(fibers, drain(key, next))
         else queued.delete(key)
-        return yield* itemExit(exit, 0)
+        return yield* itemExit(exit, before.length)
       })
+
+    /** The items lingering for `key`, now: queued behind its batch in flight, else a batch of their own (in this fiber). */
+    const release = (key: string) =>
+      Effect.suspend(() => {
+        const items = lingering.get(key)
+        if (items === undefined) return Effect.void
+        lingering.delete(key)
+        const waiting = queued.get(key)
+        if (waiting !== undefined) return Effect.sync(() => void waiting.push(...items))
+        queued.set(key, [])
+        return drain(key, items)
+      })
+    yield* Effect.addFinalizer(() =>
+      Effect.suspend(() => Effect.forEach(Array.from(lingering.keys()), release, { discard: true }))
+    )
 
     const unanswered = () => {}
 
@@ -74,8 +102,12 @@ export const makeSerialBatches = <I, O, E>(
         Effect.suspend(() => {
           const waiting = queued.get(key)
           if (waiting !== undefined) return Effect.sync(() => void waiting.push({ item, resume: unanswered }))
-          queued.set(key, [])
-          return Effect.asVoid(FiberSet.run(fibers, drain(key, [{ item, resume: unanswered }])))
+          const lingers = lingering.get(key)
+          if (lingers !== undefined) return Effect.sync(() => void lingers.push({ item, resume: unanswered }))
+          lingering.set(key, [{ item, resume: unanswered }])
+          // Sent from a finalizer, the fiber would inherit its uninterruptible region: only the wait may be cut.
+          const linger = Effect.zipRight(Effect.interruptible(Effect.sleep(sendLingerMs)), release(key))
+          return Effect.asVoid(FiberSet.run(fibers, Effect.uninterruptible(linger)))
         }),
       submit: (key, item) =>
         Effect.suspend(() => {
