@@ -68,9 +68,15 @@ describe("serial batches", () => {
     Effect.gen(function*() {
       const batches: Array<ReadonlyArray<number>> = []
       const scope = yield* Scope.make()
+      // A batch with item 6 stays in flight until the gate opens.
+      const gate = yield* Deferred.make<void>()
       const batcher = yield* Scope.extend(
         makeSerialBatches<number, number, never>(
-          (_key, items) => Effect.sync(() => (batches.push(items), items.map((n) => Exit.succeed(n)))),
+          (_key, items) =>
+            Effect.sync(() => batches.push(items)).pipe(
+              Effect.zipRight(items.includes(6) ? Deferred.await(gate) : Effect.void),
+              Effect.as(items.map((n) => Exit.succeed(n)))
+            ),
           10,
           50
         ),
@@ -87,8 +93,17 @@ describe("serial batches", () => {
       expect(batches).toHaveLength(1)
       yield* TestClock.adjust(1)
       expect(batches).toEqual([[1, 2, 3], [4]])
+      // Sent while the key's batch is in flight, an item lingers after it too, rather than going alone.
+      const held = yield* Effect.fork(batcher.submit("a", 6))
+      while (batches.length < 3) yield* Effect.yieldNow()
+      yield* batcher.send("a", 7)
+      yield* Deferred.succeed(gate, undefined)
+      yield* Fiber.join(held)
+      expect(batches).toEqual([[1, 2, 3], [4], [6]])
+      expect(yield* batcher.submit("a", 8)).toBe(8)
+      expect(batches).toEqual([[1, 2, 3], [4], [6], [7, 8]])
       yield* batcher.send("b", 5)
       yield* Scope.close(scope, Exit.void)
-      expect(batches).toEqual([[1, 2, 3], [4], [5]])
+      expect(batches).toEqual([[1, 2, 3], [4], [6], [7, 8], [5]])
     }))
 })

@@ -42,6 +42,8 @@ export const makeSerialBatches = <I, O, E>(
     const queued = new Map<string, Array<Waiting<I, O, E>>>()
     // Items sent to an idle key, waiting for its next submitted item or the end of their linger.
     const lingering = new Map<string, Array<Waiting<I, O, E>>>()
+    /** Set when the scope closes: what was sent goes now, lingering no more. */
+    let closing = false
 
     /** Item `i`'s answer from its batch's exit: a batch that failed as a whole fails every item. */
     const itemExit = (exit: Exit.Exit<ReadonlyArray<Exit.Exit<O, E>>>, i: number): Exit.Exit<O, E> =>
@@ -52,13 +54,35 @@ export const makeSerialBatches = <I, O, E>(
     const answer = (batch: ReadonlyArray<Waiting<I, O, E>>, exit: Exit.Exit<ReadonlyArray<Exit.Exit<O, E>>>) =>
       Effect.sync(() => batch.forEach(({ resume }, i) => resume(itemExit(exit, i))))
 
-    const drain = (key: string, first: Array<Waiting<I, O, E>>) =>
+    const unanswered = () => {}
+
+    /** Sent items wait for the key's next submitted one, or the end of their linger. */
+    const linger = (key: string, items: Array<Waiting<I, O, E>>): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        lingering.set(key, items)
+        // Sent from a finalizer, the fiber would inherit its uninterruptible region: only the wait may be cut.
+        const waited = Effect.zipRight(Effect.interruptible(Effect.sleep(sendLingerMs)), release(key))
+        return Effect.asVoid(FiberSet.run(fibers, Effect.uninterruptible(waited)))
+      })
+
+    /** The next batch of a key whose batch just ended; none when only sent items are queued (they linger). */
+    const nextBatch = (key: string): Effect.Effect<Array<Waiting<I, O, E>>> =>
+      Effect.suspend(() => {
+        const waiting = queued.get(key)!
+        if (sendLingerMs === 0 || closing || waiting.some(({ resume }) => resume !== unanswered)) {
+          return Effect.succeed(waiting.splice(0, maxBatch))
+        }
+        queued.delete(key)
+        return waiting.length === 0 ? Effect.succeed(waiting) : Effect.as(linger(key, waiting), [])
+      })
+
+    const drain = (key: string, first: Array<Waiting<I, O, E>>): Effect.Effect<void> =>
       Effect.gen(function*() {
         let batch = first
         while (batch.length > 0) {
           const exit = yield* Effect.exit(run(key, batch.map((waiting) => waiting.item)))
           yield* answer(batch, exit)
-          batch = queued.get(key)!.splice(0, maxBatch)
+          batch = yield* nextBatch(key)
         }
         queued.delete(key)
       })
@@ -74,14 +98,14 @@ export const makeSerialBatches = <I, O, E>(
         queued.set(key, [])
         const exit = yield* Effect.exit(run(key, [...before.map((waiting) => waiting.item), item]))
         yield* answer(before, exit)
-        const next = queued.get(key)!.splice(0, maxBatch)
+        const next = yield* nextBatch(key)
         if (next.length > 0) yield* FiberSet.run(fibers, drain(key, next))
         else queued.delete(key)
         return yield* itemExit(exit, before.length)
       })
 
     /** The items lingering for `key`, now: queued behind its batch in flight, else a batch of their own (in this fiber). */
-    const release = (key: string) =>
+    const release = (key: string): Effect.Effect<void> =>
       Effect.suspend(() => {
         const items = lingering.get(key)
         if (items === undefined) return Effect.void
@@ -92,10 +116,11 @@ export const makeSerialBatches = <I, O, E>(
         return drain(key, items)
       })
     yield* Effect.addFinalizer(() =>
-      Effect.suspend(() => Effect.forEach(Array.from(lingering.keys()), release, { discard: true }))
+      Effect.suspend(() => {
+        closing = true
+        return Effect.forEach(Array.from(lingering.keys()), release, { discard: true })
+      })
     )
-
-    const unanswered = () => {}
 
     return {
       send: (key, item) =>
@@ -104,10 +129,7 @@ export const makeSerialBatches = <I, O, E>(
           if (waiting !== undefined) return Effect.sync(() => void waiting.push({ item, resume: unanswered }))
           const lingers = lingering.get(key)
           if (lingers !== undefined) return Effect.sync(() => void lingers.push({ item, resume: unanswered }))
-          lingering.set(key, [{ item, resume: unanswered }])
-          // Sent from a finalizer, the fiber would inherit its uninterruptible region: only the wait may be cut.
-          const linger = Effect.zipRight(Effect.interruptible(Effect.sleep(sendLingerMs)), release(key))
-          return Effect.asVoid(FiberSet.run(fibers, Effect.uninterruptible(linger)))
+          return linger(key, [{ item, resume: unanswered }])
         }),
       submit: (key, item) =>
         Effect.suspend(() => {
