@@ -166,22 +166,6 @@ describe("rate limiter (memory store)", () => {
       yield* admit(key({}, "acct_one"))
     }).pipe(Effect.provide(limiterWith({ defaults: { concurrency: 1 } }))))
 
-  it.effect("a call refused for concurrency takes nothing from its key's rpm and tpm, and shows no windows", () =>
-    Effect.gen(function*() {
-      const limiter = yield* RateLimiter
-      const caller = key({ rpm: 2, tpm: 100 }, "acct_capped")
-      const running = yield* Scope.make()
-      yield* Scope.extend(limiter.admit(caller, 40), running)
-      // Asked with its permit at once, the refused call's take is given back.
-      const refused = yield* statusOf(caller, 40)
-      expect(Exit.isFailure(refused.exit) && refused.exit.cause.toString()).toContain("1 concurrent calls")
-      expect(refused.status).toEqual({})
-      yield* Scope.close(running, Exit.void)
-      const next = yield* statusOf(caller, 60)
-      expect(Exit.isSuccess(next.exit)).toBe(true)
-      expect(next.status).toMatchObject({ requests: { remaining: 0 }, tokens: { remaining: 0 } })
-    }).pipe(Effect.provide(limiterWith({ defaults: { concurrency: 1 } }))))
-
   it.effect("a store that cannot be reached: 503 service_unavailable with Retry-After, not a 500", () =>
     Effect.gen(function*() {
       const refused = yield* Effect.flip(admit(key({ rpm: 5 })))

@@ -112,9 +112,13 @@ export const RateLimiterLive = Layer.scoped(
       })
 
     const permits = yield* makePermits(store, leaseMs, LINGER_MS)
-    /** The refusal of a call whose account has no permit left. */
-    const noPermit = (principal: Principal, cap: number) =>
-      Effect.zipRight(refused("concurrency", principal, 1000), retryLater(`${cap} concurrent calls per account`, 1000))
+    /** One of the account's concurrent-call permits, held until the scope closes. */
+    const permit = (principal: Principal & { readonly accountId: string }, cap: number) =>
+      Effect.gen(function*() {
+        if (yield* permits.hold(principal.accountId, cap)) return
+        yield* refused("concurrency", principal, 1000)
+        return yield* retryLater(`${cap} concurrent calls per account`, 1000)
+      })
 
     const bucketsOf = (principal: Principal) => {
       const rpm = principal.rpm ?? defaults.rpm
@@ -141,85 +145,51 @@ export const RateLimiterLive = Layer.scoped(
       LINGER_MS
     )
 
-    /** What a call of `principal` counts against its key's buckets; undefined when the key has no rpm or tpm. */
-    const countOf = (principal: Principal, tokens: number) => {
-      const { requests, tokens: tokenBucket } = bucketsOf(principal)
-      const buckets: Array<Bucket> = []
-      const amounts: Array<number> = []
-      if (requests !== undefined) buckets.push(requests), amounts.push(1)
-      const counted = tokenBucket === undefined ? 0 : Math.min(wholeTokens(tokens, tokenBucket.limit), tokenBucket.limit)
-      if (tokenBucket !== undefined) buckets.push(tokenBucket), amounts.push(counted)
-      if (buckets.length === 0) return undefined
-      const batchKey = `${principal.keyId}:${requests?.limit}:${tokenBucket?.limit}`
-      return { buckets, amounts, requests, tokenBucket, counted, batchKey }
-    }
-    type Count = NonNullable<ReturnType<typeof countOf>>
-
-    /** Takes the call's count, leaving the windows in the request's status cell; refuses it when it does not fit. */
-    const take = (principal: Principal, count: Count) =>
-      Effect.gen(function*() {
-        const { amounts, batchKey, buckets, counted, requests, tokenBucket } = count
-        const taken = yield* counts.submit(batchKey, { buckets, step: { _tag: "take", amounts } })
-        yield* outage.succeeded
-        const status = yield* FiberRef.get(currentRateLimits)
-        buckets.forEach((bucket, i) => {
-          if (status === null) return
-          status[bucket === requests ? "requests" : "tokens"] = windowState(bucket, taken.available[i]!)
-        })
-        if (!taken.ok) {
-          const short = buckets.flatMap((bucket, i) => {
-            const ms = msUntil(bucket, taken.available[i]!, amounts[i]!)
-            return ms > 0 ? [{ bucket, ms }] : []
-          })
-          const what = short.map(({ bucket }) =>
-            bucket === requests ? `${bucket.limit} requests per minute` : `${bucket.limit} tokens per minute`
-          ).join(" and ")
-          const retryAfterMs = Math.max(0, ...short.map(({ ms }) => ms))
-          yield* refused(short.map(({ bucket }) => (bucket === requests ? "rpm" : "tpm")).join("+") || "rpm", principal, retryAfterMs)
-          return yield* retryLater(what || "the key's limits", retryAfterMs)
-        }
-        if (tokenBucket === undefined) return unlimited
-        const tokensAt = buckets.length - 1
-        return {
-          // Queued in the key's next count, not waited for: the call's answer does not depend on it, and
-          // it goes with the key's next take in this process (LINGER_MS at most), counted before it.
-          settle: (used: number) =>
-            counts.send(batchKey, {
-              buckets,
-              step: { _tag: "adjust", bucket: tokensAt, delta: wholeTokens(used, counted) - counted }
-            })
-        } satisfies RateLimitTicket
-      })
-
-    /** Gives back what a call took that was refused after all (its account had no permit left), and clears its windows. */
-    const giveBack = (count: Count) =>
-      Effect.gen(function*() {
-        const { amounts, batchKey, buckets } = count
-        for (const [bucket, amount] of amounts.entries()) {
-          yield* counts.send(batchKey, { buckets, step: { _tag: "adjust", bucket, delta: -amount } })
-        }
-        const status = yield* FiberRef.get(currentRateLimits)
-        if (status !== null) delete status.requests, delete status.tokens
-      })
-
     return RateLimiter.of({
       admit: (principal, tokens) =>
         Effect.gen(function*() {
           if (principal.accountId === null) return unlimited
-          const accountId = principal.accountId
           const cap = principal.concurrency ?? defaults.concurrency
-          const count = countOf(principal, tokens)
-          if (cap === undefined) return count === undefined ? unlimited : yield* take(principal, count)
-          if (count === undefined) return (yield* permits.hold(accountId, cap)) ? unlimited : yield* noPermit(principal, cap)
-          // Both asked at once: one round trip, not two. A permit refused gives back what the call took.
-          const [held, ticket] = yield* Effect.all([permits.hold(accountId, cap), Effect.either(take(principal, count))], {
-            concurrency: 2
+          if (cap !== undefined) yield* permit({ ...principal, accountId: principal.accountId }, cap)
+          const { requests, tokens: tokenBucket } = bucketsOf(principal)
+          const buckets: Array<Bucket> = []
+          const amounts: Array<number> = []
+          if (requests !== undefined) buckets.push(requests), amounts.push(1)
+          const counted = tokenBucket === undefined ? 0 : Math.min(wholeTokens(tokens, tokenBucket.limit), tokenBucket.limit)
+          if (tokenBucket !== undefined) buckets.push(tokenBucket), amounts.push(counted)
+          if (buckets.length === 0) return unlimited
+
+          const batchKey = `${principal.keyId}:${requests?.limit}:${tokenBucket?.limit}`
+          const taken = yield* counts.submit(batchKey, { buckets, step: { _tag: "take", amounts } })
+          yield* outage.succeeded
+          const status = yield* FiberRef.get(currentRateLimits)
+          buckets.forEach((bucket, i) => {
+            if (status === null) return
+            status[bucket === requests ? "requests" : "tokens"] = windowState(bucket, taken.available[i]!)
           })
-          if (!held) {
-            if (ticket._tag === "Right") yield* giveBack(count)
-            return yield* noPermit(principal, cap)
+          if (!taken.ok) {
+            const short = buckets.flatMap((bucket, i) => {
+              const ms = msUntil(bucket, taken.available[i]!, amounts[i]!)
+              return ms > 0 ? [{ bucket, ms }] : []
+            })
+            const what = short.map(({ bucket }) =>
+              bucket === requests ? `${bucket.limit} requests per minute` : `${bucket.limit} tokens per minute`
+            ).join(" and ")
+            const retryAfterMs = Math.max(0, ...short.map(({ ms }) => ms))
+            yield* refused(short.map(({ bucket }) => (bucket === requests ? "rpm" : "tpm")).join("+") || "rpm", principal, retryAfterMs)
+            return yield* retryLater(what || "the key's limits", retryAfterMs)
           }
-          return yield* ticket
+          if (tokenBucket === undefined) return unlimited
+          const tokensAt = buckets.length - 1
+          return {
+            // Queued in the key's next count, not waited for: the call's answer does not depend on it, and
+            // it goes with the key's next take in this process (LINGER_MS at most), counted before it.
+            settle: (used: number) =>
+              counts.send(batchKey, {
+                buckets,
+                step: { _tag: "adjust", bucket: tokensAt, delta: wholeTokens(used, counted) - counted }
+              })
+          }
         }).pipe(
           Effect.catchTag("StoreUnavailable", (error) => Effect.zipRight(outage.failed(error), Effect.fail(refusal)))
         )
