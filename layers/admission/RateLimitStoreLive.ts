@@ -11,10 +11,11 @@ import type { RateLimitStore } from "../../services/RateLimiter.ts"
 import { RateLimiterLive } from "./RateLimiterLive.ts"
 import { RateLimitStoreMemory } from "./RateLimitStoreMemory.ts"
 import { RateLimitStorePg } from "./RateLimitStorePg.ts"
+import type { PgPool } from "../storage/pgPool.ts"
 import { RateLimitStoreRedis } from "./RateLimitStoreRedis.ts"
 
 export const RateLimitStoreLive = Layer.unwrapEffect(
-  Effect.map(AppConfig, ({ databaseUrl, redisUrl }): Layer.Layer<RateLimitStore, never, AppConfig | SqlClient.SqlClient> =>
+  Effect.map(AppConfig, ({ databaseUrl, redisUrl }): Layer.Layer<RateLimitStore, never, AppConfig | SqlClient.SqlClient | PgPool> =>
     redisUrl !== undefined ? RateLimitStoreRedis : databaseUrl !== undefined ? RateLimitStorePg : RateLimitStoreMemory)
 )
 

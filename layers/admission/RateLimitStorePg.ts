@@ -10,6 +10,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
 import { RateLimitStore } from "../../services/RateLimiter.ts"
+import { PgPool, poolStatements } from "../storage/pgPool.ts"
 
 /** A database failure is a defect, as for every other query of a request: an outage becomes the edge's 503. */
 const unavailable = Effect.orDie
@@ -24,20 +25,33 @@ const booleans = (value: unknown): ReadonlyArray<boolean> =>
     ? value.map((item) => item === true || item === "t")
     : String(value).replace(/[{}]/g, "").split(",").map((item) => item === "t" || item === "true")
 
+/** $1 keys, $2 limits, $3 windows, $4 kinds, $5 amounts, $6 now (migration 0019). */
+const COUNT = "SELECT * FROM svc_rate_count($1::text[], $2::float8[], $3::float8[], $4::int[], $5::float8[], $6)"
+
+/** $1 the account, $2 its cap, $3 permits given back, $4 asked for, $5 now, $6 their expiry (migration 0020). */
+const PERMITS = "SELECT svc_permits($1, $2, $3::text[], $4::text[], $5, $6) AS granted"
+
 export const RateLimitStorePg = Layer.effect(
   RateLimitStore,
-  Effect.map(SqlClient.SqlClient, (sql) =>
-    RateLimitStore.of({
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    // A call's count and permit run on the pool directly, as the ledger's statements do (pgPool.ts).
+    const onPool = poolStatements(yield* PgPool)
+    return RateLimitStore.of({
       count: (buckets, steps, nowMs) => {
         const n = buckets.length
         const kinds = steps.map((step) => step._tag === "take" ? 0 : step.bucket + 1)
         const amounts = steps.flatMap((step) =>
           step._tag === "take" ? step.amounts : buckets.map((_, i) => i === step.bucket ? step.delta : 0)
         )
-        return sql<{ ok: unknown; available: unknown }>`
-          SELECT * FROM svc_rate_count(
-            ${buckets.map((b) => b.key)}::text[], ${buckets.map((b) => b.limit)}::float8[],
-            ${buckets.map((b) => b.windowMs)}::float8[], ${kinds}::int[], ${amounts}::float8[], ${Math.round(nowMs)})`.pipe(
+        return onPool<{ ok: unknown; available: unknown }>(COUNT, [
+          buckets.map((b) => b.key),
+          buckets.map((b) => b.limit),
+          buckets.map((b) => b.windowMs),
+          kinds,
+          amounts,
+          Math.round(nowMs)
+        ]).pipe(
           Effect.map(([row]) => {
             const oks = booleans(row!.ok)
             const after = numbers(row!.available)
@@ -47,9 +61,7 @@ export const RateLimitStorePg = Layer.effect(
         )
       },
       permits: (key, limit, step, nowMs, expiresMs) =>
-        sql<{ granted: unknown }>`
-          SELECT svc_permits(${key}, ${limit}, ${step.release}::text[], ${step.acquire}::text[],
-            ${Math.round(nowMs)}, ${Math.round(expiresMs)}) AS granted`.pipe(
+        onPool<{ granted: unknown }>(PERMITS, [key, limit, step.release, step.acquire, Math.round(nowMs), Math.round(expiresMs)]).pipe(
           Effect.map(([row]) => booleans(row!.granted)),
           unavailable
         ),
@@ -58,5 +70,6 @@ export const RateLimitStorePg = Layer.effect(
           UPDATE rate_limit_permits p SET expires_ms = ${Math.round(expiresMs)}
           FROM unnest(${held.map((entry) => entry.key)}::text[], ${held.map((entry) => entry.permit)}::text[]) AS h(key, permit)
           WHERE p.key = h.key AND p.permit = h.permit`.pipe(Effect.asVoid, unavailable)
-    }))
+    })
+  })
 )
