@@ -12,6 +12,7 @@
 import { randomUUID } from "node:crypto"
 import { Clock, Effect, Exit, type Scope } from "effect"
 import type { RateLimitStore, StoreUnavailable } from "../../services/RateLimiter.ts"
+import { acquirePlainRelease } from "../../plugins/support/plainRelease.ts"
 import { makeSerialBatches } from "../storage/serialBatches.ts"
 
 /** Permits one store step may carry; more wait for the next. */
@@ -67,7 +68,7 @@ export const makePermits = (
     yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(leaseMs / 3), Effect.ignoreLogged(beat))))
 
     const hold = (accountId: string, cap: number) =>
-      Effect.acquireRelease(
+      acquirePlainRelease(
         Effect.suspend(() => {
           const permit = randomUUID()
           return Effect.map(steps.submit(accountId, { acquire: true, permit, cap }), (granted) => {
