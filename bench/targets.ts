@@ -178,6 +178,10 @@ export const targetsBench = async (
     /** An added time as a multiple of the bare proxy's p50; any other measure as it is. */
     const floored = (row: Target) => row.bare === undefined ? median(row.values) : median(row.values) / median(row.bare)
     const gross = rows.filter((row) => row.values.length > 0 && !holds(row, row.floor, floored(row)))
+    // How far each added time is from its floor, so a run that passes shows its margin too.
+    for (const row of rows.filter((row) => row.bare !== undefined && row.values.length > 0)) {
+      console.log(`bench smoke: ${row.name}: ${floored(row).toFixed(1)}× the bare proxy's p50 (floor ${row.floor}×)`)
+    }
     for (const row of gross) {
       console.error(
         row.bare === undefined
