@@ -64,6 +64,16 @@ describe("serial batches", () => {
       expect(yield* batcher.submit("a", 2)).toBe(2)
     }))
 
+  it.scoped("fails every call of a batch whose run fails with an error, with that error", () =>
+    Effect.gen(function*() {
+      const batcher = yield* makeSerialBatches<number, number, string>(
+        (_key, items) => items.includes(1) ? Effect.fail("store away") : Effect.succeed(items.map((n) => Exit.succeed(n))),
+        10
+      )
+      expect(yield* Effect.flip(batcher.submit("a", 1))).toBe("store away")
+      expect(yield* batcher.submit("a", 2)).toBe(2)
+    }))
+
   it.effect("a sent item lingers for the key's next submitted one, goes alone once its linger ends, and goes when the scope closes", () =>
     Effect.gen(function*() {
       const batches: Array<ReadonlyArray<number>> = []

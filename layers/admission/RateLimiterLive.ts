@@ -138,8 +138,7 @@ export const RateLimiterLive = Layer.scoped(
     const counts = yield* makeSerialBatches(
       (_key: string, items: ReadonlyArray<Counted>) =>
         Effect.flatMap(Clock.currentTimeMillis, (now) => store.count(items[0]!.buckets, items.map((item) => item.step), now)).pipe(
-          Effect.map((outcomes) => outcomes.map((taken) => Exit.succeed(taken))),
-          Effect.catchAll((error) => Effect.succeed(items.map(() => Exit.fail(error))))
+          Effect.map((outcomes) => outcomes.map((taken) => Exit.succeed(taken)))
         ),
       MAX_BATCH,
       LINGER_MS

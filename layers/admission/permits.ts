@@ -54,7 +54,7 @@ export const makePermits = (
           const granted = yield* store.permits(accountId, cap, { release, acquire }, now, now + leaseMs)
           let next = 0
           return items.map((item) => Exit.succeed(item.acquire ? granted[next++] === true : true))
-        }).pipe(Effect.catchAll((error) => Effect.succeed(items.map(() => Exit.fail(error))))),
+        }),
       MAX_BATCH,
       lingerMs
     )

@@ -29,10 +29,10 @@ interface Waiting<I, O, E> {
 
 /**
  * `run` answers each item of a batch, in order; if it fails as a whole, every item gets that
- * failure. Items sent and still lingering when the scope closes go then.
+ * failure (its error, or its defect). Items sent and still lingering when the scope closes go then.
  */
 export const makeSerialBatches = <I, O, E>(
-  run: (key: string, items: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<Exit.Exit<O, E>>>,
+  run: (key: string, items: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<Exit.Exit<O, E>>, E>,
   maxBatch: number,
   sendLingerMs = 0
 ): Effect.Effect<SerialBatches<I, O, E>, never, Scope.Scope> =>
@@ -45,13 +45,17 @@ export const makeSerialBatches = <I, O, E>(
     /** Set when the scope closes: what was sent goes now, lingering no more. */
     let closing = false
 
-    /** Item `i`'s answer from its batch's exit: a batch that failed as a whole fails every item. */
-    const itemExit = (exit: Exit.Exit<ReadonlyArray<Exit.Exit<O, E>>>, i: number): Exit.Exit<O, E> =>
-      Exit.isSuccess(exit)
-        ? exit.value[i] ?? Exit.die(new Error("a batch answered fewer items than it was given"))
-        : Exit.die(Cause.squash(exit.cause))
+    /**
+     * Item `i`'s answer from its batch's exit: a batch that failed as a whole fails every item with
+     * its error, or, for a defect, dies with it.
+     */
+    const itemExit = (exit: Exit.Exit<ReadonlyArray<Exit.Exit<O, E>>, E>, i: number): Exit.Exit<O, E> => {
+      if (Exit.isSuccess(exit)) return exit.value[i] ?? Exit.die(new Error("a batch answered fewer items than it was given"))
+      const failure = Cause.failureOption(exit.cause)
+      return failure._tag === "Some" ? Exit.fail(failure.value) : Exit.die(Cause.squash(exit.cause))
+    }
 
-    const answer = (batch: ReadonlyArray<Waiting<I, O, E>>, exit: Exit.Exit<ReadonlyArray<Exit.Exit<O, E>>>) =>
+    const answer = (batch: ReadonlyArray<Waiting<I, O, E>>, exit: Exit.Exit<ReadonlyArray<Exit.Exit<O, E>>, E>) =>
       Effect.sync(() => batch.forEach(({ resume }, i) => resume(itemExit(exit, i))))
 
     const unanswered = () => {}
