@@ -26,6 +26,7 @@ import {
   type StoreUnavailable
 } from "../../services/RateLimiter.ts"
 import { makeSerialBatches } from "../storage/serialBatches.ts"
+import { claim, covers, type KeyLease, leaseCalls, makeCountLeases, perCall, seen, settle, unclaim, visible } from "./countLeases.ts"
 import { makePermits } from "./permits.ts"
 import { msUntil, windowState } from "./tokenBucket.ts"
 
@@ -40,6 +41,9 @@ const MAX_BATCH = 64
  * before it is counted alone. Other processes see it that much later.
  */
 const LINGER_MS = 50
+
+/** How often leases (of tokens and of permits) not used since the last look go back to the store. */
+export const SWEEP_MS = 1000
 
 /** A step of a key's count, with the buckets it is counted against. */
 interface Counted {
@@ -111,7 +115,7 @@ export const RateLimiterLive = Layer.scoped(
         }).pipe(Effect.catchAllCause(() => Effect.void)) // the refusal stands even if the log cannot be written
       })
 
-    const permits = yield* makePermits(store, leaseMs, LINGER_MS)
+    const permits = yield* makePermits(store, leaseMs, LINGER_MS, SWEEP_MS)
     /** One of the account's concurrent-call permits, held until the scope closes. */
     const permit = (principal: Principal & { readonly accountId: string }, cap: number) =>
       Effect.gen(function*() {
@@ -144,6 +148,41 @@ export const RateLimiterLive = Layer.scoped(
       LINGER_MS
     )
 
+    const leases = makeCountLeases()
+    /** Counts what a call's lease did not cover (`rest`), leasing more calls' worth like `amounts` far from the limits. */
+    const take = (key: string, lease: KeyLease, amounts: ReadonlyArray<number>, rest: ReadonlyArray<number>) =>
+      Effect.gen(function*() {
+        const worth = perCall(lease, amounts)
+        const calls = leaseCalls(lease, worth)
+        if (calls > 0) {
+          lease.refilling = true
+          const taken = yield* counts.submit(key, {
+            buckets: lease.buckets,
+            step: { _tag: "take", amounts: rest.map((amount, i) => amount + calls * worth[i]!) }
+          }).pipe(Effect.ensuring(Effect.sync(() => void (lease.refilling = false))))
+          seen(lease, taken, yield* Clock.currentTimeMillis)
+          if (taken.ok) {
+            lease.active = true
+            worth.forEach((amount, i) => void (lease.left[i] = lease.left[i]! + calls * amount))
+            return taken
+          }
+        }
+        const taken = yield* counts.submit(key, { buckets: lease.buckets, step: { _tag: "take", amounts: rest } })
+        seen(lease, taken, yield* Clock.currentTimeMillis)
+        return taken
+      })
+    /** Gives the tokens of idle leases (of every lease when `all`) back to the store. */
+    const giveBack = (all: boolean) =>
+      Effect.suspend(() =>
+        Effect.forEach(leases.sweep(all), ({ buckets, key, left }) =>
+          Effect.forEach(left, (tokens, bucket) =>
+            tokens > 0 ? counts.send(key, { buckets, step: { _tag: "adjust", bucket, delta: -tokens } }) : Effect.void), {
+          discard: true
+        })
+      )
+    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(SWEEP_MS), giveBack(false))))
+    yield* Effect.addFinalizer(() => giveBack(true))
+
     return RateLimiter.of({
       admit: (principal, tokens) =>
         Effect.gen(function*() {
@@ -159,16 +198,25 @@ export const RateLimiterLive = Layer.scoped(
           if (buckets.length === 0) return unlimited
 
           const batchKey = `${principal.keyId}:${requests?.limit}:${tokenBucket?.limit}`
-          const taken = yield* counts.submit(batchKey, { buckets, step: { _tag: "take", amounts } })
-          yield* outage.succeeded
+          const lease = leases.of(batchKey, buckets)
+          const claimed = claim(lease, amounts)
+          const rest = amounts.map((amount, i) => amount - claimed[i]!)
+          const leased = covers(lease, rest)
+          const taken = leased ? undefined : yield* take(batchKey, lease, amounts, rest).pipe(
+            Effect.onError(() => Effect.sync(() => unclaim(lease, claimed)))
+          )
+          if (taken !== undefined) yield* outage.succeeded
+          if (taken !== undefined && !taken.ok) unclaim(lease, claimed)
           const status = yield* FiberRef.get(currentRateLimits)
-          buckets.forEach((bucket, i) => {
-            if (status === null) return
-            status[bucket === requests ? "requests" : "tokens"] = windowState(bucket, taken.available[i]!)
-          })
-          if (!taken.ok) {
+          if (status !== null) {
+            const now = yield* Clock.currentTimeMillis
+            buckets.forEach((bucket, i) => {
+              status[bucket === requests ? "requests" : "tokens"] = windowState(bucket, visible(lease, i, now))
+            })
+          }
+          if (taken !== undefined && !taken.ok) {
             const short = buckets.flatMap((bucket, i) => {
-              const ms = msUntil(bucket, taken.available[i]!, amounts[i]!)
+              const ms = msUntil(bucket, taken.available[i]!, rest[i]!)
               return ms > 0 ? [{ bucket, ms }] : []
             })
             const what = short.map(({ bucket }) =>
@@ -181,13 +229,14 @@ export const RateLimiterLive = Layer.scoped(
           if (tokenBucket === undefined) return unlimited
           const tokensAt = buckets.length - 1
           return {
-            // Queued in the key's next count, not waited for: the call's answer does not depend on it, and
-            // it goes with the key's next take in this process (LINGER_MS at most), counted before it.
-            settle: (used: number) =>
-              counts.send(batchKey, {
-                buckets,
-                step: { _tag: "adjust", bucket: tokensAt, delta: wholeTokens(used, counted) - counted }
-              })
+            settle: (used: number) => {
+              const usedTokens = wholeTokens(used, counted)
+              const delta = settle(lease, tokensAt, usedTokens - counted, usedTokens)
+              if (delta === 0) return Effect.void
+              // Queued in the key's next count, not waited for: the call's answer does not depend on it, and
+              // it goes with the key's next take in this process (LINGER_MS at most), counted before it.
+              return counts.send(batchKey, { buckets, step: { _tag: "adjust", bucket: tokensAt, delta } })
+            }
           }
         }).pipe(
           Effect.catchTag("StoreUnavailable", (error) => Effect.zipRight(outage.failed(error), Effect.fail(refusal)))

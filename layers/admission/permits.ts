@@ -8,6 +8,12 @@
  * next request in this process (`lingerMs` at most), counted before it. One heartbeat per process renews the
  * leases of every permit it holds, in one operation, every third of the
  * lease; a process that dies leaves permits that expire.
+ *
+ * A permit given back may instead be kept for the account's next call in
+ * this process, which then needs no store operation: a process keeps up to a
+ * sixteenth of an account's cap (none under a cap of 16, so small caps are
+ * exact), held and renewed as in use, and gives back those of an account
+ * idle for a sweep, and all of them when it stops.
  */
 import { randomUUID } from "node:crypto"
 import { Clock, Effect, Exit, type Scope } from "effect"
@@ -17,6 +23,9 @@ import { makeSerialBatches } from "../storage/serialBatches.ts"
 
 /** Permits one store step may carry; more wait for the next. */
 const MAX_BATCH = 64
+
+/** A process keeps at most this share of an account's cap as idle permits. */
+const SPARE_SHARE = 16
 
 /** A step of an account's permits: one asked for, or one given back. */
 interface PermitItem {
@@ -31,11 +40,22 @@ interface Held {
   readonly permit: string
 }
 
-/** `hold(account, cap)`: whether the account had room for one more call; a permit granted is held until the scope closes. */
+/** An account's permits this process keeps idle for its next calls. */
+interface Spares {
+  readonly idle: Array<Held>
+  /** Used since the last sweep. */
+  used: boolean
+}
+
+/**
+ * `hold(account, cap)`: whether the account had room for one more call; a permit granted is held until
+ * the scope closes. Idle permits go back every `sweepMs` when unused.
+ */
 export const makePermits = (
   store: RateLimitStore["Type"],
   leaseMs: number,
-  lingerMs: number
+  lingerMs: number,
+  sweepMs: number
 ): Effect.Effect<
   { readonly hold: (accountId: string, cap: number) => Effect.Effect<boolean, StoreUnavailable, Scope.Scope> },
   never,
@@ -67,9 +87,37 @@ export const makePermits = (
     )
     yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(leaseMs / 3), Effect.ignoreLogged(beat))))
 
+    const spares = new Map<string, Spares>()
+    const giveBack = (accountId: string, entry: Held, cap: number) => {
+      held.delete(entry)
+      return steps.send(accountId, { acquire: false, permit: entry.permit, cap })
+    }
+    /** Gives back the idle permits of accounts not used since the last sweep (every idle one when `all`). */
+    const sweep = (all: boolean) =>
+      Effect.suspend(() => {
+        const back: Array<Effect.Effect<void>> = []
+        for (const [accountId, pool] of spares) {
+          if (pool.used && !all) {
+            pool.used = false
+            continue
+          }
+          spares.delete(accountId)
+          for (const entry of pool.idle) back.push(giveBack(accountId, entry, 0))
+        }
+        return Effect.all(back, { discard: true })
+      })
+    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(sweepMs), sweep(false))))
+    yield* Effect.addFinalizer(() => sweep(true))
+
     const hold = (accountId: string, cap: number) =>
       acquirePlainRelease(
         Effect.suspend(() => {
+          const pool = spares.get(accountId)
+          const spare = pool?.idle.pop()
+          if (spare !== undefined) {
+            pool!.used = true
+            return Effect.succeed<Held | undefined>(spare)
+          }
           const permit = randomUUID()
           return Effect.map(steps.submit(accountId, { acquire: true, permit, cap }), (granted) => {
             if (!granted) return undefined
@@ -80,8 +128,12 @@ export const makePermits = (
         }),
         (entry) =>
           entry === undefined ? Effect.void : Effect.suspend(() => {
-            held.delete(entry)
-            return steps.send(accountId, { acquire: false, permit: entry.permit, cap })
+            const pool = spares.get(accountId) ?? { idle: [], used: true }
+            if (pool.idle.length >= Math.floor(cap / SPARE_SHARE)) return giveBack(accountId, entry, cap)
+            pool.idle.push(entry)
+            pool.used = true
+            spares.set(accountId, pool)
+            return Effect.void
           })
       ).pipe(Effect.map((entry) => entry !== undefined))
 
