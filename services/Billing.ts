@@ -56,8 +56,16 @@ export interface PendingReceipt extends Omit<Receipt, "balanceAfter" | "settledA
   readonly pending: true
 }
 
-/** What settling a hold answers: its receipt, or the settlement kept for later. */
-export type Settlement = Receipt | PendingReceipt
+/**
+ * A settlement queued for the ledger's next turn (written within milliseconds, after the answer):
+ * its amounts are what the ledger will charge; this process's reads wait for it (`Billing.settled`).
+ */
+export interface QueuedReceipt extends Omit<Receipt, "balanceAfter" | "settledAt"> {
+  readonly queued: true
+}
+
+/** What settling a hold answers: its receipt, the settlement queued, or the settlement kept for later. */
+export type Settlement = Receipt | PendingReceipt | QueuedReceipt
 
 /** Whether a settlement is still only in the journal. */
 export const isPending = (settlement: Settlement): settlement is PendingReceipt => "pending" in settlement
@@ -114,4 +122,9 @@ export class Billing extends Context.Tag("svc/Billing")<Billing, {
    * cut have been billed.
    */
   readonly drained: Effect.Effect<void>
+  /**
+   * Waits until the settlements this process queued so far are written (or kept in the journal), a
+   * second at most: a read of an account's receipts, balance or usage sees every call answered before it.
+   */
+  readonly settled: Effect.Effect<void>
 }>() {}

@@ -16,7 +16,7 @@
  * alone: other calls settled with it are unaffected. Billing checks an
  * upstream's usage before it makes the bill (layers/billing/usageCheck.ts).
  */
-import { Context, type Effect } from "effect"
+import { Context, Effect, type Exit } from "effect"
 import type { InsufficientFunds, NotFound } from "./ApiError.ts"
 import type { Tier } from "./Catalogue.ts"
 import type { PrivacyClass } from "./Config.ts"
@@ -111,6 +111,12 @@ export class Ledger extends Context.Tag("svc/Ledger")<Ledger, {
    * and receipt, and frees the rest of the reservation. A bill that cannot be written is a defect.
    */
   readonly settle: (reservation: Reservation, bill: Bill) => Effect.Effect<Receipt>
+  /**
+   * `settle` without waiting: the settlement goes with the account's next ledger turn in this
+   * process (the next call's reservation), or alone shortly after; `onAnswer` gets its receipt or
+   * its failure, and must not block.
+   */
+  readonly settleQueued: (reservation: Reservation, bill: Bill, onAnswer: (answer: Exit.Exit<Receipt>) => void) => Effect.Effect<void>
   /** Frees a reservation without charging (the call failed). Releasing twice is harmless. */
   readonly release: (reservation: Reservation) => Effect.Effect<void>
   /**
@@ -153,3 +159,8 @@ export const receiptOf = (
   ...(bill.lineItems !== undefined ? { lineItems: bill.lineItems } : {}),
   ...(bill.keyId !== undefined ? { keyId: bill.keyId } : {})
 })
+
+/** `settleQueued` for a ledger with nothing to batch: settles at once, then answers. */
+export const settlingAtOnce =
+  (settle: Ledger["Type"]["settle"]): Ledger["Type"]["settleQueued"] => (reservation, bill, onAnswer) =>
+    Effect.flatMap(Effect.exit(settle(reservation, bill)), (answer) => Effect.sync(() => onAnswer(answer)))

@@ -102,6 +102,12 @@ const waitFor = async <A>(what: string, ms: number, check: () => Promise<A | und
   }
 }
 
+/** A read through each process: it waits for the settlements of the calls that process answered (Billing.settled). */
+const settledIn = (gateways: ReadonlyArray<{ readonly url: string }>, key: string) =>
+  Promise.all(gateways.map(async (gateway) =>
+    (await fetch(`${gateway.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).arrayBuffer()
+  ))
+
 describe("billing across gateway processes", () => {
   it.skipIf(!onPostgres)(
     onPostgres
@@ -126,6 +132,13 @@ describe("billing across gateway processes", () => {
       })
       expect(probed.status, await probed.clone().text()).toBe(200)
       await probed.arrayBuffer()
+      // Asked of another process at once, the receipt is there: it waits while the call's reservation is open.
+      const receipt = await fetch(`${gateways[2]!.url}/v1/receipts/${probed.headers.get("x-svc-receipt-id")}`, {
+        headers: { authorization: `Bearer ${admin}` }
+      })
+      expect(receipt.status, await receipt.clone().text()).toBe(200)
+      await receipt.arrayBuffer()
+      await settledIn([gateways[0]!], probe.key)
       // The sandbox's answer runs past 8 tokens, so a call costs about its estimate.
       const [{ estimated_usd, total_usd }] = await query<{ estimated_usd: string; total_usd: string }>(
         "SELECT estimated_usd::text, total_usd::text FROM receipts WHERE account_id = $1",
@@ -157,6 +170,7 @@ describe("billing across gateway processes", () => {
       )
       const elapsed = Date.now() - started
       await agent.close()
+      await settledIn(gateways, account.key)
 
       const count = (status: number) => statuses.filter((call) => call.status === status).length
       const ok = count(200)

@@ -168,13 +168,15 @@ describe.skipIf(SERVER === undefined || SERVER === "")(
       for (const call of answered) {
         expect(call.status).toBe(200)
         expect(call.receiptId).toMatch(/^rcpt_/)
-        expect(call.pending).toBe("true")
+        // "true" when the gateway knew the database was away as it answered; a settlement queued before it
+        // knew goes to the journal when its write fails.
+        expect([null, "true"]).toContain(call.pending)
         expect(call.body.choices[0].message.content).toBe(PROMPT)
       }
       // Kept on disk while the database is away.
       const journal = join(rig.dataDir, "journal")
-      const kept = readdirSync(journal).flatMap((name) => readFileSync(join(journal, name), "utf8").split("\n").filter(Boolean))
-      expect(kept.length).toBeGreaterThanOrEqual(4)
+      const keptLines = () => readdirSync(journal).flatMap((name) => readFileSync(join(journal, name), "utf8").split("\n").filter(Boolean))
+      await eventually(async () => keptLines().length >= 4, 10_000, "4 settlements kept")
 
       const sent = rig.upstream.requests.length
       const refused = await Promise.all(Array.from({ length: 5 }, async () => {

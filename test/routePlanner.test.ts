@@ -63,7 +63,8 @@ const BillingEstimates = Layer.effect(
     holdDuring: () => Effect.die("not used"),
     settle: () => Effect.die("not used"),
     release: () => Effect.die("not used"),
-    drained: Effect.die("not used")
+    drained: Effect.die("not used"),
+    settled: Effect.void
   }))
 )
 

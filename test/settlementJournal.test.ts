@@ -22,7 +22,7 @@ import { makeDatabaseStatus } from "../layers/storage/DatabaseStatusLive.ts"
 import { Accounts } from "../services/Accounts.ts"
 import { Billing, isPending } from "../services/Billing.ts"
 import { DatabaseStatus, isDatabaseOutage } from "../services/DatabaseStatus.ts"
-import { Ledger } from "../services/Ledger.ts"
+import { Ledger, settlingAtOnce } from "../services/Ledger.ts"
 import { SettlementJournal } from "../services/SettlementJournal.ts"
 import { billFor } from "./support/ledgerContract.ts"
 import { memoryMoney } from "./support/moneyLayers.ts"
@@ -40,10 +40,12 @@ const refused = () =>
 /** The in-memory ledger behind a switch: while `down`, settling and reading receipts fail as in an outage. */
 const switchable = Effect.map(Ledger, (real) => {
   const state = { down: false, settles: 0 }
+  const settle: Ledger["Type"]["settle"] = (reservation, bill) =>
+    Effect.suspend(() => state.down ? Effect.die(refused()) : Effect.tap(real.settle(reservation, bill), () => void state.settles++))
   const ledger: Ledger["Type"] = {
     ...real,
-    settle: (reservation, bill) =>
-      Effect.suspend(() => state.down ? Effect.die(refused()) : Effect.tap(real.settle(reservation, bill), () => void state.settles++)),
+    settle,
+    settleQueued: settlingAtOnce(settle),
     receipt: (accountId, id) => Effect.suspend(() => state.down ? Effect.die(refused()) : real.receipt(accountId, id))
   }
   return { state, ledger }
@@ -187,17 +189,24 @@ layer(memoryMoney.layer)("settlement journal over the in-memory ledger", (it) =>
       const served = servedCall()
       const settlement = yield* billing.withHold(principal, usd(0.5), (hold) =>
         Effect.zipRight(Effect.sync(() => void (state.down = true)), billing.settle(hold, served)))
-      expect(isPending(settlement)).toBe(true)
+      // The database was not known to be away when the call ended: its settlement was queued (the
+      // answer has its amounts), and went to the journal when the ledger refused it.
+      expect(isPending(settlement)).toBe(false)
       // 1000 × $3/M + 500 × $6/M
       expect(settlement.cost.total).toBe(usd(0.006))
+      yield* billing.settled
       expect(yield* status.isUp).toBe(false)
       expect(yield* journal.pending).toEqual([settlement.id])
+      // Known to be away now: the next call's settlement goes to the journal at once, and its answer says so.
+      const second = yield* billing.withHold(principal, usd(0.5), (hold) => billing.settle(hold, served))
+      expect(isPending(second)).toBe(true)
+      expect(yield* journal.pending).toEqual([settlement.id, second.id])
 
       state.down = false
       yield* memoryMoney.passLease
       expect(yield* ledger.sweepExpired(yield* journal.pending)).toBe(0)
-      expect(yield* journal.replay).toEqual({ settled: 1, pending: 0 })
-      expect(yield* balanceOf(account.id)).toMatchObject({ balance: usd(1) - usd(0.006), reserved: 0n })
+      expect(yield* journal.replay).toEqual({ settled: 2, pending: 0 })
+      expect(yield* balanceOf(account.id)).toMatchObject({ balance: usd(1) - usd(0.012), reserved: 0n })
       expect((yield* ledger.receipt(account.id, settlement.id)).cost.total).toBe(usd(0.006))
       rmSync(dir, { recursive: true, force: true })
     }))

@@ -16,11 +16,11 @@
  * it ends. (One beat, not a fiber and a timer per hold: those cost a call
  * more CPU than its renewal ever does.)
  */
-import { Cause, Clock, Effect, FiberRef, Layer, Option } from "effect"
+import { Cause, Clock, Effect, Exit, FiberRef, Layer, Option } from "effect"
 import { currentRequestId } from "../../services/ApiError.ts"
 import { AppConfig } from "../../services/Config.ts"
 import type { Principal } from "../../services/ApiKeys.ts"
-import { Billing, type Hold, type PendingReceipt, type ServedCall, type Settlement } from "../../services/Billing.ts"
+import { Billing, type Hold, type PendingReceipt, type QueuedReceipt, type ServedCall, type Settlement } from "../../services/Billing.ts"
 import { currentCall } from "../../services/CallStats.ts"
 import { DatabaseStatus } from "../../services/DatabaseStatus.ts"
 import { Ids } from "../../services/Ids.ts"
@@ -29,10 +29,17 @@ import { type Bill, Ledger, receiptOf, type Reservation } from "../../services/L
 import type { Nanos } from "../../services/Money.ts"
 import { Pricing, sumOfCosts } from "../../services/Pricing.ts"
 import { alongside, makeOverlapHints } from "./holdOverlap.ts"
+import { makeSettlementQueue } from "./settlementQueue.ts"
 import { billableUsage } from "./usageCheck.ts"
 import { SettlementJournal } from "../../services/SettlementJournal.ts"
 import { acquirePlainRelease } from "../../plugins/support/plainRelease.ts"
 import { stageSpan } from "../telemetry/stageSpan.ts"
+
+/** The longest a read waits for the settlements queued before it (the database may be away). */
+const SETTLED_WAIT_MILLIS = 1000
+
+/** What a call records once its settlement is written (its transcript). */
+type AfterSettle = ((settlement: Settlement) => Effect.Effect<void>) | undefined
 
 /** A hold as this layer keeps it: whether it ended (a flag, not a weak set, so the GC has no extra work per call). */
 interface OpenHold extends Hold {
@@ -173,6 +180,41 @@ export const BillingLive = Layer.scoped(
         facts.privacyClass = settlement.privacyClass
       })
 
+    /** Settles now and waits for it: when the database is known to be away (the journal keeps it). */
+    const written = (reservation: Reservation, bill: Bill, recordAfter: AfterSettle) =>
+      ledger.settle(reservation, bill).pipe(
+        Effect.catchAllCause((cause) => Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : kept(reservation, bill, cause)),
+        Effect.tap((settlement) => recordAfter?.(settlement) ?? Effect.void),
+        Effect.tap(countedForMonitoring),
+        Effect.ensuring(finished)
+      )
+
+    const queue = makeSettlementQueue(yield* Effect.runtime<never>())
+    const settled = queue.settledWithin(SETTLED_WAIT_MILLIS)
+    /**
+     * Queues the settlement for the account's next ledger turn and answers at once with its amounts
+     * (the call's answer does not depend on the balance after it); what the call records after its
+     * settlement runs once the receipt is written, or once it is kept in the journal.
+     */
+    const queued = (reservation: Reservation, bill: Bill, recordAfter: AfterSettle) =>
+      Effect.gen(function*() {
+        const now = new Date(yield* Clock.currentTimeMillis)
+        const { balanceAfter: _, settledAt: __, ...amounts } = receiptOf(reservation, bill, {
+          total: bill.cost.total,
+          balanceAfter: 0n,
+          createdAt: now,
+          settledAt: now
+        })
+        const settlement: QueuedReceipt = { ...amounts, queued: true }
+        yield* countedForMonitoring(settlement)
+        yield* ledger.settleQueued(reservation, bill, queue.track((answer) =>
+          Effect.flatMap(
+            Exit.isSuccess(answer) ? Effect.succeed<Settlement>(answer.value) : kept(reservation, bill, answer.cause),
+            (written) => recordAfter?.(written) ?? Effect.void
+          ).pipe(Effect.ensuring(finished))))
+        return settlement
+      })
+
     const hold = (principal: Principal, amount: Nanos) =>
       acquirePlainRelease(reserve(principal, amount).pipe(stageSpan("svc.billing.hold")), release)
     // Without a scope object: cheaper for a call whose hold ends inside `use`.
@@ -201,19 +243,14 @@ export const BillingLive = Layer.scoped(
         Effect.suspend(() => {
           if (!end(held)) return Effect.dieMessage(`hold ${held.id} settled after it ended`)
           return Effect.flatMap(checkedBill(call, held.keyId), (bill) =>
-            ledger.settle(held.reservation, bill).pipe(
-              Effect.catchAllCause((cause) =>
-                Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : kept(held.reservation, bill, cause)
-              )
-            )).pipe(
-              Effect.tap((settlement) => recordAfter?.(settlement) ?? Effect.void),
-              Effect.tap(countedForMonitoring),
-              Effect.ensuring(finished),
+            Effect.flatMap(database.isUp, (up): Effect.Effect<Settlement> =>
+              up ? queued(held.reservation, bill, recordAfter) : written(held.reservation, bill, recordAfter))).pipe(
               stageSpan("svc.billing.settle")
             )
         }),
       release,
-      drained
+      drained,
+      settled
     })
   })
 )

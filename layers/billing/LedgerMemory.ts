@@ -20,7 +20,7 @@ import { Clock, Effect, Layer } from "effect"
 import { AppConfig } from "../../services/Config.ts"
 import { EventLog } from "../../services/EventLog.ts"
 import { Ids } from "../../services/Ids.ts"
-import { Ledger, receiptOf } from "../../services/Ledger.ts"
+import { type Bill, Ledger, receiptOf, type Reservation, settlingAtOnce } from "../../services/Ledger.ts"
 import { formatUsd as usd, type Nanos } from "../../services/Money.ts"
 import { billProblem, refusedBill } from "./billCheck.ts"
 import { cannotCover, receiptNotFound } from "./ledgerRefusals.ts"
@@ -52,6 +52,59 @@ const make = Effect.gen(function*() {
     )
   }
 
+  const settle = (reservation: Reservation, bill: Bill) =>
+    Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const held = bank.reservations.get(reservation.id)
+      if (held === undefined || held.accountId !== reservation.accountId || held.status === "settled") {
+        return yield* Effect.dieMessage(`Reservation ${reservation.id} was settled already.`)
+      }
+      const problem = billProblem(bill)
+      if (problem !== undefined) {
+        const defect = refusedBill(reservation.id, problem)
+        yield* Effect.logError(defect.message)
+        return yield* Effect.die(defect)
+      }
+      const account = bank.accounts.get(held.accountId)!
+      if (held.status === "released") {
+        // Freed by the sweeper (or a release) first: hold again what the call costs, up to what is available.
+        held.amount = min(bill.cost.total, max(account.balance - account.reserved, 0n))
+        account.reserved += held.amount
+      }
+      const charge = bill.cost.total
+      held.status = "settled"
+      account.balance -= charge
+      account.reserved -= held.amount
+      const at = new Date(now)
+      const receipt = receiptOf(reservation, bill, { total: charge, balanceAfter: account.balance, createdAt: at, settledAt: at })
+      bank.receipts.set(receipt.id, receipt)
+      bank.entries.push({
+        id: ids.make("led"),
+        accountId: account.id,
+        kind: "charge",
+        amount: -charge,
+        reference: receipt.id,
+        balanceAfter: account.balance,
+        createdAt: at
+      })
+      const about = { accountId: account.id, requestId: reservation.requestId, receiptId: receipt.id }
+      yield* events.record({
+        ...about,
+        type: "payment.settled",
+        data: { total_usd: usd(charge), released_usd: usd(max(reservation.amount - charge, 0n)) }
+      })
+      if (charge > held.amount) {
+        yield* events.record({
+          ...about,
+          type: "payment.overage",
+          data: { held_usd: usd(held.amount), charged_usd: usd(charge), overage_usd: usd(charge - held.amount) }
+        })
+      }
+      yield* events.record({ ...about, type: "receipt.created", data: { model: bill.model, total_usd: usd(charge) } })
+      for (const event of bill.events ?? []) yield* events.record({ ...about, type: event.type, data: event.data })
+      return receipt
+    })
+
   return Ledger.of({
     reserve: ({ accountId, amount, requestId }) =>
       Effect.gen(function*() {
@@ -69,59 +122,8 @@ const make = Effect.gen(function*() {
         return { ...reservation, availableAfter: account.balance - account.reserved }
       }),
 
-    settle: (reservation, bill) =>
-      Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        const held = bank.reservations.get(reservation.id)
-        if (held === undefined || held.accountId !== reservation.accountId || held.status === "settled") {
-          return yield* Effect.dieMessage(`Reservation ${reservation.id} was settled already.`)
-        }
-        const problem = billProblem(bill)
-        if (problem !== undefined) {
-          const defect = refusedBill(reservation.id, problem)
-          yield* Effect.logError(defect.message)
-          return yield* Effect.die(defect)
-        }
-        const account = bank.accounts.get(held.accountId)!
-        if (held.status === "released") {
-          // Freed by the sweeper (or a release) first: hold again what the call costs, up to what is available.
-          held.amount = min(bill.cost.total, max(account.balance - account.reserved, 0n))
-          account.reserved += held.amount
-        }
-        const charge = bill.cost.total
-        held.status = "settled"
-        account.balance -= charge
-        account.reserved -= held.amount
-        const at = new Date(now)
-        const receipt = receiptOf(reservation, bill, { total: charge, balanceAfter: account.balance, createdAt: at, settledAt: at })
-        bank.receipts.set(receipt.id, receipt)
-        bank.entries.push({
-          id: ids.make("led"),
-          accountId: account.id,
-          kind: "charge",
-          amount: -charge,
-          reference: receipt.id,
-          balanceAfter: account.balance,
-          createdAt: at
-        })
-        const about = { accountId: account.id, requestId: reservation.requestId, receiptId: receipt.id }
-        yield* events.record({
-          ...about,
-          type: "payment.settled",
-          data: { total_usd: usd(charge), released_usd: usd(max(reservation.amount - charge, 0n)) }
-        })
-        if (charge > held.amount) {
-          yield* events.record({
-            ...about,
-            type: "payment.overage",
-            data: { held_usd: usd(held.amount), charged_usd: usd(charge), overage_usd: usd(charge - held.amount) }
-          })
-        }
-        yield* events.record({ ...about, type: "receipt.created", data: { model: bill.model, total_usd: usd(charge) } })
-        for (const event of bill.events ?? []) yield* events.record({ ...about, type: event.type, data: event.data })
-        return receipt
-      }),
-
+    settleQueued: settlingAtOnce(settle),
+    settle,
     release: (reservation) =>
       Effect.suspend(() => {
         const held = bank.reservations.get(reservation.id)

@@ -16,7 +16,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Cause, Effect, Exit, Layer } from "effect"
-import type { InsufficientFunds } from "../../services/ApiError.ts"
+import type { InsufficientFunds, NotFound } from "../../services/ApiError.ts"
 import { receiptNotFound } from "./ledgerRefusals.ts"
 import { AppConfig } from "../../services/Config.ts"
 import { isDatabaseOutage } from "../../services/DatabaseStatus.ts"
@@ -32,6 +32,16 @@ import { makeLedgerTurn } from "./ledgerTurn.ts"
 
 /** Calls one statement may carry; more wait for the next. */
 const MAX_BATCH = 64
+
+/**
+ * How long a queued settlement waits for the account's next reservation in this process, to go
+ * in one turn with it (at one connection: one statement a call, not two), before it goes alone.
+ */
+const SETTLE_LINGER_MS = 50
+
+/** A receipt whose reservation is still open is looked for this often, this many times more (half a second). */
+const RECEIPT_LOOK_MILLIS = 25
+const RECEIPT_LOOKS = 20
 
 export const LedgerPg = Layer.scoped(
   Ledger,
@@ -83,7 +93,7 @@ export const LedgerPg = Layer.scoped(
           item._tag === "settle" ? settled[nextSettled++]! : reserved[nextReserved++]!
         )
       })
-    const turns = yield* makeSerialBatches(ledgerTurn, MAX_BATCH)
+    const turns = yield* makeSerialBatches(ledgerTurn, MAX_BATCH, SETTLE_LINGER_MS)
 
     return {
       // Uninterruptible: once submitted, the batch may admit it, and only the caller can release it.
@@ -98,21 +108,32 @@ export const LedgerPg = Layer.scoped(
           Receipt
         >,
 
+      settleQueued: (reservation, bill, onAnswer) =>
+        turns.send(reservation.accountId, { _tag: "settle", reservation, bill }, onAnswer as (answer: Exit.Exit<unknown, unknown>) => void),
+
       release: makeRelease(sql, ids),
 
       renew: makeRenew(sql, lease),
 
       sweepExpired: sweepExpired(sql),
 
-      receipt: (accountId, id) =>
-        sql<ReceiptRow>`SELECT * FROM receipts WHERE id = ${id} AND (${accountId}::text IS NULL OR account_id = ${accountId})`.pipe(
-          Effect.orDie,
-          Effect.flatMap(([row]) =>
-            row === undefined
-              ? Effect.fail(receiptNotFound(id))
-              : Effect.succeed(toReceipt(row))
-          )
-        )
+      receipt: (accountId, id) => {
+        const read = sql<ReceiptRow>`SELECT * FROM receipts WHERE id = ${id} AND (${accountId}::text IS NULL OR account_id = ${accountId})`
+        // Not written yet while its call's reservation is open: the call may have been answered by another
+        // process, whose settlement is queued for a moment (BillingLive), so look again, for a while.
+        const stillOpen = sql`SELECT 1 FROM reservations WHERE id = ${id} AND status = 'open'
+          AND (${accountId}::text IS NULL OR account_id = ${accountId})`
+        const attempt = (left: number): Effect.Effect<Receipt, NotFound> =>
+          Effect.flatMap(Effect.orDie(read), ([row]) => {
+            if (row !== undefined) return Effect.succeed(toReceipt(row))
+            if (left === 0) return Effect.fail(receiptNotFound(id))
+            return Effect.flatMap(Effect.orDie(stillOpen), (open) =>
+              open.length === 0
+                ? Effect.fail(receiptNotFound(id))
+                : Effect.zipRight(Effect.sleep(RECEIPT_LOOK_MILLIS), attempt(left - 1)))
+          })
+        return attempt(RECEIPT_LOOKS)
+      }
     }
   })
 )

@@ -18,13 +18,15 @@ export interface SerialBatches<I, O, E> {
    * submitted after it goes after it. To an idle key it lingers (`sendLingerMs`) for the key's next
    * submitted item, to go in one batch with it, before it goes alone in a fiber of its own.
    */
-  readonly send: (key: string, item: I) => Effect.Effect<void>
+  readonly send: (key: string, item: I, onAnswer?: (answer: Exit.Exit<O, E>) => void) => Effect.Effect<void>
 }
 
 interface Waiting<I, O, E> {
   readonly item: I
-  /** Resumes the waiting call with its item's answer. */
+  /** Resumes the waiting call with its item's answer (for a sent item, its `onAnswer`, if any). */
   readonly resume: (answer: Exit.Exit<O, E>) => void
+  /** Sent, not submitted: nobody waits for it, so it may linger. */
+  readonly sent: boolean
 }
 
 /**
@@ -73,7 +75,7 @@ export const makeSerialBatches = <I, O, E>(
     const nextBatch = (key: string): Effect.Effect<Array<Waiting<I, O, E>>> =>
       Effect.suspend(() => {
         const waiting = queued.get(key)!
-        if (sendLingerMs === 0 || closing || waiting.some(({ resume }) => resume !== unanswered)) {
+        if (sendLingerMs === 0 || closing || waiting.some(({ sent }) => !sent)) {
           return Effect.succeed(waiting.splice(0, maxBatch))
         }
         queued.delete(key)
@@ -127,13 +129,14 @@ export const makeSerialBatches = <I, O, E>(
     )
 
     return {
-      send: (key, item) =>
+      send: (key, item, onAnswer = unanswered) =>
         Effect.suspend(() => {
+          const sent = { item, resume: onAnswer, sent: true }
           const waiting = queued.get(key)
-          if (waiting !== undefined) return Effect.sync(() => void waiting.push({ item, resume: unanswered }))
+          if (waiting !== undefined) return Effect.sync(() => void waiting.push(sent))
           const lingers = lingering.get(key)
-          if (lingers !== undefined) return Effect.sync(() => void lingers.push({ item, resume: unanswered }))
-          return linger(key, [{ item, resume: unanswered }])
+          if (lingers !== undefined) return Effect.sync(() => void lingers.push(sent))
+          return linger(key, [sent])
         }),
       submit: (key, item) =>
         Effect.suspend(() => {
@@ -142,7 +145,7 @@ export const makeSerialBatches = <I, O, E>(
           if (waiting === undefined) return Effect.uninterruptible(runAlone(key, item))
           // An `Exit` is itself the effect the call resumes with. Interrupted while waiting, the
           // call leaves its item in the batch: it runs, and its answer goes nowhere.
-          return Effect.async<O, E>((resume) => void waiting.push({ item, resume }))
+          return Effect.async<O, E>((resume) => void waiting.push({ item, resume, sent: false }))
         })
     }
   })

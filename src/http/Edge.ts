@@ -19,6 +19,7 @@ import {
   NotFound,
   PayloadTooLarge
 } from "../../services/ApiError.ts"
+import { Billing } from "../../services/Billing.ts"
 import { CallStats } from "../../services/CallStats.ts"
 import { DatabaseStatus, isDatabaseOutage } from "../../services/DatabaseStatus.ts"
 import type { ConfigFile } from "../../services/Config.ts"
@@ -94,7 +95,7 @@ const NUL_IN_PATH = /%00|\u0000/i
 
 /** The API-level middleware; the body limits from the config (`limits`). */
 export const edgeMiddleware = ({ maxArrayItems, maxBodyBytes, maxJsonDepth }: ConfigFile["limits"]) =>
-  HttpApiBuilder.middleware(Api, Effect.map(Effect.all([Ids, DatabaseStatus, CallStats, Effect.serviceOption(Metrics)]), ([ids, database, stats, metrics]) => (app: HttpApp.Default) =>
+  HttpApiBuilder.middleware(Api, Effect.map(Effect.all([Ids, DatabaseStatus, CallStats, Effect.serviceOption(Metrics), Effect.serviceOption(Billing)]), ([ids, database, stats, metrics, billing]) => (app: HttpApp.Default) =>
     Effect.gen(function*() {
       const requestId = ids.make("req")
       // Set on the fiber (not `locally`) so the error encoder, which runs after us, still sees it.
@@ -122,6 +123,8 @@ export const edgeMiddleware = ({ maxArrayItems, maxBodyBytes, maxJsonDepth }: Co
         request = read
       }
       request = withCheckedJson(request, { maxDepth: maxJsonDepth, maxArrayItems })
+      // A read sees every call this process answered before it: their settlements are written first.
+      if (request.method === "GET" && Option.isSome(billing)) yield* billing.value.settled
       return yield* app.pipe(
         Effect.provideService(HttpServerRequest.HttpServerRequest, request),
         Effect.provideService(MaxBodySize, Option.some(FileSystem.Size(maxBodyBytes))),

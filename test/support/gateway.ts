@@ -12,6 +12,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
 import { loadConfig } from "../../layers/platform/ConfigLive.ts"
 import { Core } from "../../layers/Core.ts"
+import { Billing } from "../../services/Billing.ts"
 import { AppConfig } from "../../services/Config.ts"
 import { HttpLive } from "../../src/Server.ts"
 import { freshDatabase, type TestDatabase } from "./database.ts"
@@ -118,8 +119,12 @@ export const startGateway = async (
       return { id: account.body.id, key: key.body.key, keyId: key.body.id }
     },
     run: (effect) => runtime.runPromise(effect),
+    // A test's read, like a read through the API, sees every call answered before it (Billing.settled).
     query: (text, params = []) =>
-      runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(text, params))) as any,
+      runtime.runPromise(Effect.zipRight(
+        Effect.flatMap(Effect.serviceOption(Billing), (billing) => billing._tag === "Some" ? billing.value.settled : Effect.void),
+        Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(text, params))
+      )) as any,
     close: async () => {
       await runtime.dispose()
       await dropOwned()

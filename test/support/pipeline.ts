@@ -7,7 +7,7 @@
 import { Effect, Layer, Stream } from "effect"
 import { InsufficientFunds } from "../../services/ApiError.ts"
 import type { Deployment, Model } from "../../services/Catalogue.ts"
-import { type Bill, Ledger, receiptOf, type Reservation } from "../../services/Ledger.ts"
+import { type Bill, Ledger, receiptOf, type Reservation, settlingAtOnce } from "../../services/Ledger.ts"
 import type { ChatChunk, ChatRequest } from "../../services/Chat.ts"
 import type { PrivacyClass, ProviderPrivacy } from "../../services/Config.ts"
 import type { Nanos } from "../../services/Money.ts"
@@ -157,6 +157,7 @@ export const recordingLedger = (available = usd(100)) => {
           settledAt: new Date(0)
         })
       }),
+    settleQueued: (reservation, bill, onAnswer) => settlingAtOnce(ledger.settle)(reservation, bill, onAnswer),
     release: (reservation) => Effect.sync(() => void log.push(`release ${reservation.id}`)),
     renew: (reservations) => Effect.sync(() => reservations.forEach((reservation) => log.push(`renew ${reservation.id}`))),
     sweepExpired: () => Effect.succeed(0),
