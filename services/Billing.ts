@@ -102,12 +102,13 @@ export class Billing extends Context.Tag("svc/Billing")<Billing, {
     work: Effect.Effect<A, E, R>
   ) => Effect.Effect<readonly [Hold, A], E | InsufficientFunds, R | Scope.Scope>
   /**
-   * Settles the hold: the receipt of the call, charging what it cost (even above the hold), or,
-   * when the ledger cannot be written now, the settlement kept in the journal. A usage the
-   * upstream reported that is not a sane token count is billed as `estimated` instead, with a
+   * Settles the hold, charging what the call cost (even above the hold): answers at once with the
+   * settlement queued for the ledger's next turn (`settled` waits for it), or, when the database
+   * is known to be away, with the settlement kept in the journal. A usage the upstream reported
+   * that is not a sane token count is billed as `estimated` instead, with a
    * `provider.usage_invalid` event. A hold that already ended is a defect. `recordAfter` is what
-   * else the call's end writes (its transcript): it runs before the hold counts as ended, so
-   * `drained` waits for it too.
+   * else the call's end writes (its transcript), given the written receipt: it runs before the
+   * hold counts as ended, so `drained` waits for it too.
    */
   readonly settle: (
     hold: Hold,

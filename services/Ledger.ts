@@ -129,8 +129,12 @@ export class Ledger extends Context.Tag("svc/Ledger")<Ledger, {
    * settlement is kept in this process's journal); returns how many.
    */
   readonly sweepExpired: (kept?: ReadonlyArray<string>) => Effect.Effect<number>
-  /** A receipt of the account; `null`: of any account (an operator's read). */
-  readonly receipt: (accountId: string | null, id: string) => Effect.Effect<Receipt, NotFound>
+  /**
+   * A receipt of the account; `null`: of any account (an operator's read). With `whileOpen`, a
+   * receipt not written yet while its reservation is open is looked for again for a moment (its
+   * call may have been answered by another process, whose settlement is still queued).
+   */
+  readonly receipt: (accountId: string | null, id: string, whileOpen?: boolean) => Effect.Effect<Receipt, NotFound>
 }>() {}
 
 /** The receipt of a settled call: its bill as charged (`total`); the margin is what is left of it after the upstream cost. */

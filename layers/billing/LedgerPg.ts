@@ -117,10 +117,10 @@ export const LedgerPg = Layer.scoped(
 
       sweepExpired: sweepExpired(sql),
 
-      receipt: (accountId, id) => {
+      receipt: (accountId, id, whileOpen = false) => {
         const read = sql<ReceiptRow>`SELECT * FROM receipts WHERE id = ${id} AND (${accountId}::text IS NULL OR account_id = ${accountId})`
         // Not written yet while its call's reservation is open: the call may have been answered by another
-        // process, whose settlement is queued for a moment (BillingLive), so look again, for a while.
+        // process, whose settlement is queued for a moment (BillingLive), so look again, for a while, if asked.
         const stillOpen = sql`SELECT 1 FROM reservations WHERE id = ${id} AND status = 'open'
           AND (${accountId}::text IS NULL OR account_id = ${accountId})`
         const attempt = (left: number): Effect.Effect<Receipt, NotFound> =>
@@ -132,7 +132,7 @@ export const LedgerPg = Layer.scoped(
                 ? Effect.fail(receiptNotFound(id))
                 : Effect.zipRight(Effect.sleep(RECEIPT_LOOK_MILLIS), attempt(left - 1)))
           })
-        return attempt(RECEIPT_LOOKS)
+        return attempt(whileOpen ? RECEIPT_LOOKS : 0)
       }
     }
   })

@@ -71,7 +71,7 @@ export const ReceiptsHandlers = HttpApiBuilder.group(Api, "receipts", (handlers)
           const owner = urlParams.accountId === undefined && isAdmin(principal)
             ? null
             : yield* selectAccount(principal, urlParams.accountId)
-          return toReceiptRecord(yield* ledger.receipt(owner, path.id))
+          return toReceiptRecord(yield* ledger.receipt(owner, path.id, true))
         }))
       .handle("getTranscript", ({ path }) =>
         Effect.gen(function*() {
