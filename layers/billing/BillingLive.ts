@@ -152,21 +152,27 @@ export const BillingLive = Layer.scoped(
       )
     }
 
-    /** Kept for later: the receipt as the ledger will write it (charging what it cost), balance unknown. */
-    const kept = (reservation: Reservation, bill: Bill, cause: Cause.Cause<unknown>) =>
-      Effect.gen(function*() {
-        if (!(yield* database.observe(cause))) {
-          yield* Effect.logError(`settlement of ${reservation.id} failed; kept in the journal`, cause)
-        }
-        yield* journal.keep({ reservation, bill })
-        const now = new Date(yield* Clock.currentTimeMillis)
+    /** The receipt as the ledger will write it (charging what the call cost), before it is written: balance unknown. */
+    const unwritten = (reservation: Reservation, bill: Bill) =>
+      Effect.map(Clock.currentTimeMillis, (millis) => {
+        const now = new Date(millis)
         const { balanceAfter: _, settledAt: __, ...receipt } = receiptOf(reservation, bill, {
           total: bill.cost.total,
           balanceAfter: 0n,
           createdAt: now,
           settledAt: now
         })
-        return { ...receipt, pending: true } as PendingReceipt
+        return receipt
+      })
+
+    /** Kept for later in the journal: answered with the receipt as it will be written. */
+    const kept = (reservation: Reservation, bill: Bill, cause: Cause.Cause<unknown>) =>
+      Effect.gen(function*() {
+        if (!(yield* database.observe(cause))) {
+          yield* Effect.logError(`settlement of ${reservation.id} failed; kept in the journal`, cause)
+        }
+        yield* journal.keep({ reservation, bill })
+        return { ...(yield* unwritten(reservation, bill)), pending: true } as PendingReceipt
       })
 
     /** What the call used and cost, for the request's monitoring record (src/http/callRecording.ts). */
@@ -198,14 +204,7 @@ export const BillingLive = Layer.scoped(
      */
     const queued = (reservation: Reservation, bill: Bill, recordAfter: AfterSettle) =>
       Effect.gen(function*() {
-        const now = new Date(yield* Clock.currentTimeMillis)
-        const { balanceAfter: _, settledAt: __, ...amounts } = receiptOf(reservation, bill, {
-          total: bill.cost.total,
-          balanceAfter: 0n,
-          createdAt: now,
-          settledAt: now
-        })
-        const settlement: QueuedReceipt = { ...amounts, queued: true }
+        const settlement: QueuedReceipt = { ...(yield* unwritten(reservation, bill)), queued: true }
         yield* countedForMonitoring(settlement)
         yield* ledger.settleQueued(reservation, bill, queue.track((answer) =>
           Effect.flatMap(

@@ -11,6 +11,9 @@
  *   writes the ledger entries, receipts and events (ledgerSettle.ts); a bad
  *   settlement fails alone, never its batch or the turn's reservations.
  * - A turn with both kinds runs them as one statement (ledgerTurn.ts).
+ * - A queued settlement (`settleQueued`, a call already answered) waits up to
+ *   50 ms for the account's next reservation in this process, to go in one
+ *   turn with it, before it goes alone.
  * Releases, lease renewals and the lease sweep are single statements (ledgerRelease.ts). The
  * reservation and settlement statements, two per call, run on the pool directly (pgPool.ts).
  */
