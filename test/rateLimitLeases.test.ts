@@ -159,6 +159,20 @@ describe("rate-limit leases", () => {
       yield* Scope.close(scope, Exit.void)
     }))
 
+  it.scoped("a changed cap gives back the permits kept idle under the old one: the next call asks the store", () =>
+    Effect.gen(function*() {
+      const { ops, store } = counting(yield* sharedStore)
+      const limiter = yield* limiterOn(store)
+      const before = key({ concurrency: 32 }, "acct_changed")
+      for (let i = 0; i < 10; i++) yield* Effect.scoped(limiter.admit(before, 0))
+      expect(ops.permits).toBe(1)
+      yield* Effect.scoped(limiter.admit({ ...before, concurrency: 16 }, 0))
+      // One store step: the idle permit given back, then one asked for under the new cap.
+      expect(ops.permits).toBe(2)
+      yield* Effect.scoped(limiter.admit({ ...before, concurrency: 16 }, 0))
+      expect(ops.permits).toBe(2)
+    }))
+
   it.scoped("under a cap of 16 no permit is kept idle: every call asks the store", () =>
     Effect.gen(function*() {
       const { ops, store } = counting(yield* sharedStore)

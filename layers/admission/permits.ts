@@ -43,6 +43,8 @@ interface Held {
 /** An account's permits this process keeps idle for its next calls. */
 interface Spares {
   readonly idle: Array<Held>
+  /** The cap they were kept under: a call under another cap (the setting changed) gives them back. */
+  readonly cap: number
   /** Used since the last sweep. */
   used: boolean
 }
@@ -92,17 +94,18 @@ export const makePermits = (
       held.delete(entry)
       return steps.send(accountId, { acquire: false, permit: entry.permit, cap })
     }
+    /** Gives back every idle permit of the account. */
+    const dropSpares = (accountId: string, pool: Spares) => {
+      spares.delete(accountId)
+      return Effect.forEach(pool.idle, (entry) => giveBack(accountId, entry, pool.cap), { discard: true })
+    }
     /** Gives back the idle permits of accounts not used since the last sweep (every idle one when `all`). */
     const sweep = (all: boolean) =>
       Effect.suspend(() => {
         const back: Array<Effect.Effect<void>> = []
         for (const [accountId, pool] of spares) {
-          if (pool.used && !all) {
-            pool.used = false
-            continue
-          }
-          spares.delete(accountId)
-          for (const entry of pool.idle) back.push(giveBack(accountId, entry, 0))
+          if (pool.used && !all) pool.used = false
+          else back.push(dropSpares(accountId, pool))
         }
         return Effect.all(back, { discard: true })
       })
@@ -113,23 +116,24 @@ export const makePermits = (
       acquirePlainRelease(
         Effect.suspend(() => {
           const pool = spares.get(accountId)
-          const spare = pool?.idle.pop()
+          const spare = pool?.cap === cap ? pool.idle.pop() : undefined
           if (spare !== undefined) {
             pool!.used = true
             return Effect.succeed<Held | undefined>(spare)
           }
           const permit = randomUUID()
-          return Effect.map(steps.submit(accountId, { acquire: true, permit, cap }), (granted) => {
+          const asked = Effect.map(steps.submit(accountId, { acquire: true, permit, cap }), (granted) => {
             if (!granted) return undefined
             const entry: Held = { key: accountId, permit }
             held.add(entry)
             return entry
           })
+          return pool === undefined || pool.cap === cap ? asked : Effect.zipRight(dropSpares(accountId, pool), asked)
         }),
         (entry) =>
           entry === undefined ? Effect.void : Effect.suspend(() => {
-            const pool = spares.get(accountId) ?? { idle: [], used: true }
-            if (pool.idle.length >= Math.floor(cap / SPARE_SHARE)) return giveBack(accountId, entry, cap)
+            const pool = spares.get(accountId) ?? { idle: [], cap, used: true }
+            if (pool.cap !== cap || pool.idle.length >= Math.floor(cap / SPARE_SHARE)) return giveBack(accountId, entry, cap)
             pool.idle.push(entry)
             pool.used = true
             spares.set(accountId, pool)
