@@ -195,7 +195,7 @@ export const BillingLive = Layer.scoped(
         Effect.ensuring(finished)
       )
 
-    const queue = makeSettlementQueue(yield* Effect.runtime<never>())
+    const queue = makeSettlementQueue()
     const settled = queue.settledWithin(SETTLED_WAIT_MILLIS)
     /**
      * Queues the settlement for the account's next ledger turn and answers at once with its amounts
@@ -206,7 +206,7 @@ export const BillingLive = Layer.scoped(
       Effect.gen(function*() {
         const settlement: QueuedReceipt = { ...(yield* unwritten(reservation, bill)), queued: true }
         yield* countedForMonitoring(settlement)
-        yield* ledger.settleQueued(reservation, bill, queue.track((answer) =>
+        yield* ledger.settleQueued(reservation, bill, queue.track(yield* Effect.runtime<never>(), (answer) =>
           Effect.flatMap(
             Exit.isSuccess(answer) ? Effect.succeed<Settlement>(answer.value) : kept(reservation, bill, answer.cause),
             (written) => recordAfter?.(written) ?? Effect.void

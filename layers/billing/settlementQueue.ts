@@ -11,8 +11,7 @@
 import { Effect, type Exit, Runtime } from "effect"
 import type { Receipt } from "../../services/Ledger.ts"
 
-export const makeSettlementQueue = (runtime: Runtime.Runtime<never>) => {
-  const run = Runtime.runFork(runtime)
+export const makeSettlementQueue = () => {
   /** Each queued settlement's number, until its answer has been handled. */
   const open = new Set<number>()
   let last = 0
@@ -33,12 +32,15 @@ export const makeSettlementQueue = (runtime: Runtime.Runtime<never>) => {
   }
 
   return {
-    /** The ledger's callback for one queued settlement: runs `after` with its answer, and counts it done then. */
-    track: (after: (answer: Exit.Exit<Receipt>) => Effect.Effect<void>) => {
+    /**
+     * The ledger's callback for one queued settlement: runs `after` with its answer, in `runtime` (the
+     * call's, so its logs keep the request's annotations), and counts it done then.
+     */
+    track: (runtime: Runtime.Runtime<never>, after: (answer: Exit.Exit<Receipt>) => Effect.Effect<void>) => {
       const n = ++last
       open.add(n)
       return (answer: Exit.Exit<Receipt>) =>
-        void run(Effect.ensuring(
+        void Runtime.runFork(runtime)(Effect.ensuring(
           Effect.catchAllCause(after(answer), (cause) => Effect.logError("after a queued settlement", cause)),
           Effect.sync(() => done(n))
         ))
