@@ -206,7 +206,8 @@ export const RateLimiterLive = Layer.scoped(
             Effect.onError(() => Effect.sync(() => unclaim(lease, claimed)))
           )
           if (taken !== undefined) yield* outage.succeeded
-          if (taken !== undefined && !taken.ok) unclaim(lease, claimed)
+          const refusedAtStore = taken !== undefined && !taken.ok
+          if (refusedAtStore) unclaim(lease, claimed)
           const status = yield* FiberRef.get(currentRateLimits)
           if (status !== null) {
             const now = yield* Clock.currentTimeMillis
@@ -214,7 +215,7 @@ export const RateLimiterLive = Layer.scoped(
               status[bucket === requests ? "requests" : "tokens"] = windowState(bucket, visible(lease, i, now))
             })
           }
-          if (taken !== undefined && !taken.ok) {
+          if (refusedAtStore) {
             const short = buckets.flatMap((bucket, i) => {
               const ms = msUntil(bucket, taken.available[i]!, rest[i]!)
               return ms > 0 ? [{ bucket, ms }] : []

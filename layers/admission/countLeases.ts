@@ -40,7 +40,7 @@ export interface KeyLease {
 /** Takes what it can of `need` from the lease (nothing while it owes); answers what it took, per bucket. */
 export const claim = (lease: KeyLease, need: ReadonlyArray<number>) =>
   need.map((amount, i) => {
-    if (lease.owes) return 0
+    if (lease.owes) return 0 // the next call is counted at the store, after the debt
     const taken = Math.min(amount, Math.max(0, lease.left[i]!))
     lease.left[i] = lease.left[i]! - taken
     return taken

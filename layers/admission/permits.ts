@@ -132,11 +132,16 @@ export const makePermits = (
         }),
         (entry) =>
           entry === undefined ? Effect.void : Effect.suspend(() => {
-            const pool = spares.get(accountId) ?? { idle: [], cap, used: true }
-            if (pool.cap !== cap || pool.idle.length >= Math.floor(cap / SPARE_SHARE)) return giveBack(accountId, entry, cap)
-            pool.idle.push(entry)
-            pool.used = true
-            spares.set(accountId, pool)
+            const kept = Math.floor(cap / SPARE_SHARE)
+            const pool = spares.get(accountId)
+            if (kept === 0 || (pool !== undefined && (pool.cap !== cap || pool.idle.length >= kept))) {
+              return giveBack(accountId, entry, cap)
+            }
+            if (pool === undefined) spares.set(accountId, { idle: [entry], cap, used: true })
+            else {
+              pool.idle.push(entry)
+              pool.used = true
+            }
             return Effect.void
           })
       ).pipe(Effect.map((entry) => entry !== undefined))

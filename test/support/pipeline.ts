@@ -157,7 +157,7 @@ export const recordingLedger = (available = usd(100)) => {
           settledAt: new Date(0)
         })
       }),
-    settleQueued: (reservation, bill, onAnswer) => settlingAtOnce(ledger.settle)(reservation, bill, onAnswer),
+    settleQueued: (...args) => settlingAtOnce(ledger.settle)(...args),
     release: (reservation) => Effect.sync(() => void log.push(`release ${reservation.id}`)),
     renew: (reservations) => Effect.sync(() => reservations.forEach((reservation) => log.push(`renew ${reservation.id}`))),
     sweepExpired: () => Effect.succeed(0),
