@@ -4,7 +4,7 @@
  */
 import { Context } from "effect"
 
-export type IdPrefix = "acct" | "key" | "req" | "rcpt" | "evt" | "led" | "agt" | "conv" | "msg" | "doc" | "chk"
+export type IdPrefix = "acct" | "key" | "req" | "rcpt" | "evt" | "led" | "lse" | "agt" | "conv" | "msg" | "doc" | "chk"
 
 /** Makes new identifiers. */
 export class Ids extends Context.Tag("svc/Ids")<Ids, {

@@ -36,6 +36,11 @@ export interface Reservation {
    * as the reservation saw it; a hint for the next call (Billing's overlap), never kept.
    */
   readonly availableAfter?: Nanos
+  /**
+   * Held from this process's credit lease on the account (layers/billing/creditLeases.ts), with no
+   * statement: its reservation row is written when it is settled or released.
+   */
+  readonly leaseId?: string
 }
 
 export interface Attempt {

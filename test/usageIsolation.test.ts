@@ -10,6 +10,7 @@
  */
 import { describe, expect, it } from "vitest"
 import { billedSuite } from "./support/billedSuite.ts"
+import { heldForCalls } from "./support/invariants.ts"
 import { meteredConfig } from "./support/meteredConfig.ts"
 import { parseUsd } from "../services/Money.ts"
 
@@ -100,11 +101,11 @@ describe("settlement isolation", () => {
     expect(receiptsWith("provider.usage_invalid")).toEqual(receiptsOf((kind) => INVALID.has(kind)))
     expect(receiptsWith("payment.overage")).toEqual(receiptsOf((kind) => kind === "over"))
 
-    const [balance] = await suite.gateway.query<{ balance: string; reserved: string }>(
-      "SELECT balance_usd::text AS balance, reserved_usd::text AS reserved FROM accounts WHERE id = $1",
+    const [balance] = await suite.gateway.query<{ balance: string }>(
+      "SELECT balance_usd::text AS balance FROM accounts WHERE id = $1",
       [account.id]
     )
-    expect(balance!.reserved).toBe("0.000000000")
+    expect(await heldForCalls(suite.gateway.query, account.id)).toBe("0.000000000")
     const charged = rows.reduce((sum, row) => sum + usdNanos(row.total_usd), 0n)
     expect(usdNanos("10") - usdNanos(balance!.balance)).toBe(charged)
   }, 120_000)

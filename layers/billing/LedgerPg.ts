@@ -14,6 +14,9 @@
  * - A queued settlement (`settleQueued`, a call already answered) waits up to
  *   50 ms for the account's next reservation in this process, to go in one
  *   turn with it, before it goes alone.
+ * - A busy account's calls are held from this process's credit lease on it,
+ *   with no statement; the lease's takes and gives back go in the account's
+ *   turns (leasedHolds.ts, creditLeases.ts, ledgerLease.ts).
  * Releases, lease renewals and the lease sweep are single statements (ledgerRelease.ts). The
  * reservation and settlement statements, two per call, run on the pool directly (pgPool.ts).
  */
@@ -25,11 +28,14 @@ import { AppConfig } from "../../services/Config.ts"
 import { isDatabaseOutage } from "../../services/DatabaseStatus.ts"
 import { Ids } from "../../services/Ids.ts"
 import { Ledger, type Receipt, type Reservation } from "../../services/Ledger.ts"
+import type { Nanos } from "../../services/Money.ts"
 import { PgPool, poolStatements } from "../storage/pgPool.ts"
 import { makeSerialBatches } from "../storage/serialBatches.ts"
+import { makeLeasedHolds } from "./leasedHolds.ts"
+import { makeLeaseStatements } from "./ledgerLease.ts"
 import { makeRelease, makeRenew, sweepExpired } from "./ledgerRelease.ts"
 import { makeReserveBatch } from "./ledgerReserve.ts"
-import { type LedgerItem, type ReceiptRow, type ReserveItem, toReceipt } from "./ledgerRows.ts"
+import { type LeaseGrant, type LedgerItem, type ReceiptRow, type ReserveItem, toReceipt } from "./ledgerRows.ts"
 import { makeSettleBatch } from "./ledgerSettle.ts"
 import { makeLedgerTurn } from "./ledgerTurn.ts"
 
@@ -46,6 +52,10 @@ const SETTLE_LINGER_MS = 50
 const RECEIPT_LOOK_MILLIS = 25
 const RECEIPT_LOOKS = 20
 
+/** A lease statement's exit as a turn answers it: its failure a defect (no caller's error to give). */
+const asDefect = <A>(exit: Exit.Exit<A, unknown>): Exit.Exit<A> =>
+  Exit.isSuccess(exit) ? Exit.succeed(exit.value) : Exit.die(Cause.squash(exit.cause))
+
 export const LedgerPg = Layer.scoped(
   Ledger,
   Effect.gen(function*() {
@@ -60,6 +70,7 @@ export const LedgerPg = Layer.scoped(
     const settlement = makeSettleBatch(onPool, sql, ids)
     const { settleBatch } = settlement
     const bothAtOnce = makeLedgerTurn(onPool, ids, lease, settlement)
+    const leaseStatements = makeLeaseStatements(onPool, sql, ids, lease)
 
     const reserveOrFail = (accountId: string, items: ReadonlyArray<ReserveItem>) =>
       Effect.map(Effect.exit(reserveBatch(accountId, items)), (exit) =>
@@ -76,6 +87,7 @@ export const LedgerPg = Layer.scoped(
       Effect.gen(function*() {
         const settling = items.flatMap((item) => item._tag === "settle" ? [item] : [])
         const reserving = items.flatMap((item) => item._tag === "reserve" ? [item] : [])
+        const leasing = items.flatMap((item) => item._tag === "lease" || item._tag === "giveBack" ? [item] : [])
         let settled: ReadonlyArray<Exit.Exit<Receipt>> | undefined
         let reserved: ReadonlyArray<Exit.Exit<Reservation, InsufficientFunds>> | undefined
         // Both kinds, and no bill to refuse: one statement (ledgerTurn.ts). If it fails, nothing of it was
@@ -90,31 +102,56 @@ export const LedgerPg = Layer.scoped(
         settled ??= settling.length > 0 ? yield* settleBatch(accountId, settling) : []
         // Settlements are committed by now: a failed reservation statement fails only the reservations.
         reserved ??= reserving.length > 0 ? yield* reserveOrFail(accountId, reserving) : []
+        // Leases last: a take sees the credit the settlements freed and the reservations held.
+        const leased = yield* Effect.forEach(leasing, (item) =>
+          Effect.exit(item._tag === "lease"
+            ? leaseStatements.take(item.leaseId, accountId, item.amount)
+            : leaseStatements.giveBack(item.leaseId)))
         let nextSettled = 0
         let nextReserved = 0
-        return items.map((item): Exit.Exit<Reservation | Receipt, InsufficientFunds> =>
-          item._tag === "settle" ? settled[nextSettled++]! : reserved[nextReserved++]!
+        let nextLeased = 0
+        return items.map((item): Exit.Exit<Reservation | Receipt | LeaseGrant | void, InsufficientFunds> =>
+          item._tag === "settle"
+            ? settled[nextSettled++]!
+            : item._tag === "reserve"
+            ? reserved[nextReserved++]!
+            : asDefect(leased[nextLeased++]!)
         )
       })
     const turns = yield* makeSerialBatches(ledgerTurn, MAX_BATCH, SETTLE_LINGER_MS)
+    const leased = yield* makeLeasedHolds({
+      turns: turns as never,
+      statements: leaseStatements,
+      ids,
+      beatMillis: Math.max(1, Math.floor((lease * 1000) / 3))
+    })
+
+    // Uninterruptible: once submitted, the batch may admit it, and only the caller can release it.
+    const reserveAlone = (input: { readonly accountId: string; readonly requestId: string; readonly amount: Nanos }) =>
+      Effect.uninterruptible(turns.submit(input.accountId, { _tag: "reserve", ...input })) as Effect.Effect<
+        Reservation,
+        InsufficientFunds
+      >
+    const releaseAlone = makeRelease(sql, ids)
 
     return {
-      // Uninterruptible: once submitted, the batch may admit it, and only the caller can release it.
-      reserve: (input) =>
-        Effect.uninterruptible(turns.submit(input.accountId, { _tag: "reserve", ...input })) as Effect.Effect<
-          Reservation,
-          InsufficientFunds
-        >,
+      reserve: (input) => leased.reserve(input, reserveAlone),
 
       settle: (reservation, bill) =>
-        Effect.uninterruptible(turns.submit(reservation.accountId, { _tag: "settle", reservation, bill })) as Effect.Effect<
-          Receipt
-        >,
+        Effect.suspend(() => {
+          leased.settling(reservation)
+          return Effect.uninterruptible(turns.submit(reservation.accountId, { _tag: "settle", reservation, bill })) as Effect.Effect<
+            Receipt
+          >
+        }),
 
       settleQueued: (reservation, bill, onAnswer) =>
-        turns.send(reservation.accountId, { _tag: "settle", reservation, bill }, onAnswer as (answer: Exit.Exit<unknown, unknown>) => void),
+        Effect.suspend(() => {
+          leased.settling(reservation)
+          return turns.send(reservation.accountId, { _tag: "settle", reservation, bill }, onAnswer as (answer: Exit.Exit<unknown, unknown>) => void)
+        }),
 
-      release: makeRelease(sql, ids),
+      release: (reservation) => reservation.leaseId === undefined ? releaseAlone(reservation) : leased.release(reservation),
 
       renew: makeRenew(sql, lease),
 
@@ -124,8 +161,10 @@ export const LedgerPg = Layer.scoped(
         const read = sql<ReceiptRow>`SELECT * FROM receipts WHERE id = ${id} AND (${accountId}::text IS NULL OR account_id = ${accountId})`
         // Not written yet while its call's reservation is open: the call may have been answered by another
         // process, whose settlement is queued for a moment (BillingLive), so look again, for a while, if asked.
+        // A call held from a lease has no reservation row until it is settled: while the account has a lease, look again.
         const stillOpen = sql`SELECT 1 FROM reservations WHERE id = ${id} AND status = 'open'
-          AND (${accountId}::text IS NULL OR account_id = ${accountId})`
+          AND (${accountId}::text IS NULL OR account_id = ${accountId})
+          UNION ALL SELECT 1 FROM credit_leases WHERE account_id = ${accountId}`
         const attempt = (left: number): Effect.Effect<Receipt, NotFound> =>
           Effect.flatMap(Effect.orDie(read), ([row]) => {
             if (row !== undefined) return Effect.succeed(toReceipt(row))

@@ -25,7 +25,8 @@ export const encodeLine = ({ bill, reservation }: KeptSettlement): string =>
       accountId: reservation.accountId,
       requestId: reservation.requestId,
       amount: nanos(reservation.amount),
-      reservedAt: reservation.reservedAt.toISOString()
+      reservedAt: reservation.reservedAt.toISOString(),
+      ...(reservation.leaseId !== undefined ? { leaseId: reservation.leaseId } : {})
     },
     bill: {
       ...bill,
@@ -48,7 +49,8 @@ export const decodeLine = (line: string): KeptSettlement | undefined => {
       accountId: String(parsed.reservation.accountId),
       requestId: String(parsed.reservation.requestId),
       amount: bigintOf(parsed.reservation.amount),
-      reservedAt: new Date(parsed.reservation.reservedAt)
+      reservedAt: new Date(parsed.reservation.reservedAt),
+      ...(typeof parsed.reservation.leaseId === "string" ? { leaseId: parsed.reservation.leaseId } : {})
     }
     const { cost, price } = parsed.bill
     const bill: Bill = {

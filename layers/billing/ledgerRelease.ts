@@ -1,8 +1,8 @@
 /**
  * The ledger's statements that free credit without charging: releasing a
  * failed call's reservation, and sweeping the reservations whose lease ran
- * out (their process died) — and the heartbeat that keeps a running call's
- * lease from running out. Each closes a reservation once, so releasing
+ * out (their process died), credit leases included — and the heartbeat that
+ * keeps a running call's lease from running out. Each closes a reservation once, so releasing
  * twice or sweeping from several processes frees it once.
  */
 import type { SqlClient } from "@effect/sql"
@@ -35,7 +35,8 @@ export const makeRenew = (sql: SqlClient.SqlClient, lease: number) => (reservati
 
 /**
  * Releases every open reservation whose lease ran out, but those in `kept`, with an event each
- * (`lease_expired`); answers how many.
+ * (`lease_expired`), and frees every credit lease that ran out (its process stopped renewing it);
+ * answers how many of both.
  */
 export const sweepExpired = (sql: SqlClient.SqlClient) => (kept: ReadonlyArray<string> = []) =>
   sql<{ released: number }>`
@@ -43,8 +44,12 @@ export const sweepExpired = (sql: SqlClient.SqlClient) => (kept: ReadonlyArray<s
       UPDATE reservations SET status = 'released', closed_at = now()
       WHERE status = 'open' AND expires_at < now() AND NOT (${JSON.stringify(kept)}::jsonb ? id)
       RETURNING id, account_id, request_id, amount_usd
+    ), expired_leases AS (
+      DELETE FROM credit_leases WHERE expires_at < now() RETURNING account_id, amount_usd
     ), per_account AS (
-      SELECT account_id, sum(amount_usd) AS amount FROM expired GROUP BY account_id
+      SELECT account_id, sum(amount_usd) AS amount
+      FROM (SELECT account_id, amount_usd FROM expired UNION ALL SELECT account_id, amount_usd FROM expired_leases) freed
+      GROUP BY account_id
     ), account AS (
       UPDATE accounts SET reserved_usd = accounts.reserved_usd - per_account.amount
       FROM per_account WHERE accounts.id = per_account.account_id
@@ -54,7 +59,7 @@ export const sweepExpired = (sql: SqlClient.SqlClient) => (kept: ReadonlyArray<s
              jsonb_build_object('amount_usd', amount_usd::text, 'reason', 'lease_expired')
       FROM expired
     )
-    SELECT count(*)::int AS released FROM expired`.pipe(
+    SELECT ((SELECT count(*) FROM expired) + (SELECT count(*) FROM expired_leases))::int AS released`.pipe(
     Effect.map(([row]) => row?.released ?? 0),
     Effect.orDie
   )

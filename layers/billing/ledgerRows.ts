@@ -117,4 +117,23 @@ export interface SettleItem {
   readonly bill: Bill
 }
 
-export type LedgerItem = ReserveItem | SettleItem
+/** More credit for a process's lease on the account (creditLeases.ts). */
+export interface LeaseItem {
+  readonly _tag: "lease"
+  readonly leaseId: string
+  readonly amount: Nanos
+}
+
+/** A lease's credit given back. */
+export interface GiveBackItem {
+  readonly _tag: "giveBack"
+  readonly leaseId: string
+}
+
+/** What a lease item answers: the credit granted (all asked, or none) and what the account has available after it. */
+export interface LeaseGrant {
+  readonly granted: Nanos
+  readonly availableAfter: Nanos | undefined
+}
+
+export type LedgerItem = ReserveItem | SettleItem | LeaseItem | GiveBackItem

@@ -28,7 +28,7 @@ export const SETTLEMENT_COLUMNS = `
         input_tokens int, output_tokens int, input_price numeric, output_price numeric, upstream numeric,
         total numeric, estimated numeric, reserved_at timestamptz, attempts jsonb, provider_id text,
         entry_id text, settled_event_id text, receipt_event_id text, overage_event_id text, call_events jsonb,
-        attestation_verdicts jsonb, line_items jsonb, key_id text`
+        attestation_verdicts jsonb, line_items jsonb, key_id text, lease_id text, reserved_event_id text`
 
 /**
  * What a settlement writes once its account row is charged (`charged`, with `balance_before`):
@@ -52,24 +52,28 @@ export const SETTLEMENT_WRITES = `
     SELECT billed.entry_id, $2, 'charge', -receipt.total_usd, receipt.id, receipt.balance_after_usd
     FROM receipt JOIN billed USING (id)
   ), settled_events AS (
-    SELECT billed.settled_event_id AS id, 'payment.settled' AS type, receipt.request_id, receipt.id AS receipt_id,
+    SELECT billed.reserved_event_id AS id, 'payment.reserved' AS type, receipt.request_id, receipt.id AS receipt_id,
+           jsonb_build_object('amount_usd', billed.held::text) AS data, least(billed.reserved_at, now()) AS created_at
+    FROM receipt JOIN billed USING (id) WHERE billed.lease_id IS NOT NULL
+    UNION ALL
+    SELECT billed.settled_event_id, 'payment.settled', receipt.request_id, receipt.id,
            jsonb_build_object(
              'total_usd', receipt.total_usd::text,
-             'released_usd', greatest(receipt.estimated_usd - receipt.total_usd, 0)::numeric(38, 9)::text) AS data
+             'released_usd', greatest(receipt.estimated_usd - receipt.total_usd, 0)::numeric(38, 9)::text), now()
     FROM receipt JOIN billed USING (id)
     UNION ALL
     SELECT billed.overage_event_id, 'payment.overage', receipt.request_id, receipt.id,
            jsonb_build_object(
              'held_usd', billed.held::text,
              'charged_usd', receipt.total_usd::text,
-             'overage_usd', (receipt.total_usd - billed.held)::text)
+             'overage_usd', (receipt.total_usd - billed.held)::text), now()
     FROM receipt JOIN billed USING (id) WHERE receipt.total_usd > billed.held
     UNION ALL
     SELECT billed.receipt_event_id, 'receipt.created', receipt.request_id, receipt.id,
-           jsonb_build_object('model', receipt.model, 'total_usd', receipt.total_usd::text)
+           jsonb_build_object('model', receipt.model, 'total_usd', receipt.total_usd::text), now()
     FROM receipt JOIN billed USING (id)
     UNION ALL
-    SELECT call_event.id, call_event.type, receipt.request_id, receipt.id, call_event.data
+    SELECT call_event.id, call_event.type, receipt.request_id, receipt.id, call_event.data, now()
     FROM receipt JOIN billed USING (id),
          jsonb_to_recordset(billed.call_events) AS call_event(id text, type text, data jsonb)
   )`
@@ -85,12 +89,29 @@ export const SETTLEMENT_WRITES = `
 export const SETTLEMENT_CLOSING = `
   closed AS (
     UPDATE reservations SET status = 'settled', closed_at = now()
-    WHERE reservations.id = ANY (ARRAY(SELECT id FROM input)) AND reservations.account_id = $2
+    WHERE reservations.id = ANY (ARRAY(SELECT id FROM input WHERE lease_id IS NULL)) AND reservations.account_id = $2
       AND reservations.status NOT IN ('settled', 'released')
     RETURNING reservations.id, reservations.amount_usd
+  ), carved AS (
+    INSERT INTO reservations (id, account_id, request_id, amount_usd, status, created_at, expires_at, closed_at)
+    SELECT id, $2, request_id, estimated, 'settled', least(reserved_at, now()), now(), now()
+    FROM input WHERE lease_id IS NOT NULL
+    ON CONFLICT (id) DO NOTHING
+    RETURNING id, amount_usd
   ), billed AS (
     SELECT input.*, input.total AS charge, closed.amount_usd AS held
     FROM input JOIN closed USING (id)
+    UNION ALL
+    SELECT input.*, input.total, carved.amount_usd
+    FROM input JOIN carved USING (id)
+  ), unleased AS (
+    UPDATE credit_leases SET amount_usd = credit_leases.amount_usd - per_lease.held
+    FROM (SELECT lease_id, sum(held) AS held FROM billed WHERE lease_id IS NOT NULL GROUP BY lease_id) per_lease
+    WHERE credit_leases.id = per_lease.lease_id
+    RETURNING per_lease.held
+  ), freed AS (
+    SELECT coalesce((SELECT sum(held) FROM billed WHERE lease_id IS NULL), 0)
+           + coalesce((SELECT sum(held) FROM unleased), 0) AS held
   )`
 
 /**
@@ -105,12 +126,12 @@ export const SETTLE = `
   ), ${SETTLEMENT_CLOSING}, charged AS (
     UPDATE accounts
     SET balance_usd = balance_usd - (SELECT sum(charge) FROM billed),
-        reserved_usd = reserved_usd - (SELECT sum(held) FROM billed)
+        reserved_usd = reserved_usd - (SELECT held FROM freed)
     WHERE id = $2 AND EXISTS (SELECT 1 FROM billed)
     RETURNING balance_usd + (SELECT sum(charge) FROM billed) AS balance_before
   ), ${SETTLEMENT_WRITES}, event AS (
-    INSERT INTO events (id, type, account_id, request_id, receipt_id, data)
-    SELECT id, type, $2, request_id, receipt_id, data FROM settled_events
+    INSERT INTO events (id, type, account_id, request_id, receipt_id, data, created_at)
+    SELECT id, type, $2, request_id, receipt_id, data, created_at FROM settled_events
   )
   SELECT id, total_usd, balance_after_usd, created_at, settled_at FROM receipt`
 
@@ -148,7 +169,9 @@ export const makeSettleBatch = (run: StatementRunner, sql: SqlClient.SqlClient, 
     attestation_verdicts: bill.attestationVerdicts ?? null,
     line_items: bill.lineItems === undefined ? null : bill.lineItems.map(lineItemColumn),
     key_id: bill.keyId ?? null,
-    call_events: (bill.events ?? []).map((event) => ({ id: ids.make("evt"), type: event.type, data: event.data }))
+    call_events: (bill.events ?? []).map((event) => ({ id: ids.make("evt"), type: event.type, data: event.data })),
+    lease_id: reservation.leaseId ?? null,
+    reserved_event_id: reservation.leaseId === undefined ? null : ids.make("evt")
   })
 
   /** Settles calls of one account in one statement (`SETTLE`), on the pool unless `on` says otherwise. */

@@ -38,7 +38,7 @@ export const TURN = `
   ), reserve_input AS (
     SELECT * FROM jsonb_to_recordset($4::jsonb) AS x(${RESERVATION_COLUMNS})
   ), ${SETTLEMENT_CLOSING}, settled_sum AS (
-    SELECT coalesce(sum(charge), 0) AS charge, coalesce(sum(held), 0) AS held FROM billed
+    SELECT coalesce(sum(charge), 0) AS charge, (SELECT held FROM freed) AS held FROM billed
   ), locked AS (
     SELECT (balance_usd - settled_sum.charge) - (reserved_usd - settled_sum.held) AS available
     FROM accounts, settled_sum WHERE id = $2 FOR UPDATE OF accounts
@@ -49,10 +49,10 @@ export const TURN = `
     WHERE id = $2
     RETURNING balance_usd + (SELECT charge FROM settled_sum) AS balance_before
   ), ${SETTLEMENT_WRITES}, event AS (
-    INSERT INTO events (id, type, account_id, request_id, receipt_id, data)
-    SELECT id, type, $2, request_id, receipt_id, data FROM settled_events
+    INSERT INTO events (id, type, account_id, request_id, receipt_id, data, created_at)
+    SELECT id, type, $2, request_id, receipt_id, data, created_at FROM settled_events
     UNION ALL
-    SELECT id, type, $2, request_id, receipt_id, data FROM reserve_events
+    SELECT id, type, $2, request_id, receipt_id, data, now() FROM reserve_events
   )
   SELECT 'settled' AS kind, id, total_usd, balance_after_usd, created_at, settled_at, NULL::text AS available_after
   FROM receipt

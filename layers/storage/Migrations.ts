@@ -22,6 +22,7 @@ import retention from "./migrations/0017_retention.ts"
 import reservationLookup from "./migrations/0018_reservation_lookup.ts"
 import rateCount from "./migrations/0019_rate_count.ts"
 import permitBatches from "./migrations/0020_permit_batches.ts"
+import creditLeases from "./migrations/0021_credit_leases.ts"
 
 const MIGRATIONS: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_accounts_keys_ledger": accountsKeysLedger,
@@ -43,7 +44,8 @@ const MIGRATIONS: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClien
   "0017_retention": retention,
   "0018_reservation_lookup": reservationLookup,
   "0019_rate_count": rateCount,
-  "0020_permit_batches": permitBatches
+  "0020_permit_batches": permitBatches,
+  "0021_credit_leases": creditLeases
 }
 
 /** The newest migration this build knows; `/readyz` is ready once the database has it. */

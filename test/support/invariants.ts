@@ -1,7 +1,7 @@
 /**
  * The money invariants, checked in SQL after every billing test: per account,
  * credits − receipt totals = balance = sum of ledger entries; reserved = open
- * reservations; a balance below zero by no more than its recorded overages
+ * reservations and credit leases; a balance below zero by no more than its recorded overages
  * (`payment.overage` events); no open reservation past its lease; one receipt
  * per settled reservation and none for released ones; upstream + margin = total.
  * Returns the violations, so a failing test shows them.
@@ -15,7 +15,8 @@ export const moneyViolations = async (query: Query): Promise<ReadonlyArray<strin
         coalesce((SELECT sum(amount_usd) FROM ledger_entries l WHERE l.account_id = a.id AND l.kind = 'credit'), 0) AS credits,
         coalesce((SELECT sum(total_usd) FROM receipts r WHERE r.account_id = a.id), 0) AS charged,
         coalesce((SELECT sum(amount_usd) FROM ledger_entries l WHERE l.account_id = a.id), 0) AS ledger,
-        coalesce((SELECT sum(amount_usd) FROM reservations v WHERE v.account_id = a.id AND v.status = 'open'), 0) AS held,
+        coalesce((SELECT sum(amount_usd) FROM reservations v WHERE v.account_id = a.id AND v.status = 'open'), 0)
+          + coalesce((SELECT sum(amount_usd) FROM credit_leases c WHERE c.account_id = a.id), 0) AS held,
         coalesce((SELECT sum((data->>'overage_usd')::numeric) FROM events e
                   WHERE e.account_id = a.id AND e.type = 'payment.overage'), 0) AS overages
       FROM accounts a
@@ -25,12 +26,15 @@ export const moneyViolations = async (query: Query): Promise<ReadonlyArray<strin
     UNION ALL
     SELECT id || ': balance ' || balance_usd || ' but ledger sums to ' || ledger FROM per_account WHERE balance_usd <> ledger
     UNION ALL
-    SELECT id || ': reserved ' || reserved_usd || ' but open reservations hold ' || held FROM per_account WHERE reserved_usd <> held
+    SELECT id || ': reserved ' || reserved_usd || ' but open reservations and credit leases hold ' || held
+      FROM per_account WHERE reserved_usd <> held
     UNION ALL
     SELECT id || ': balance ' || balance_usd || ' below zero by more than its overages ' || overages
       FROM per_account WHERE balance_usd < -overages
     UNION ALL
     SELECT 'reservation ' || id || ' open past its lease' FROM reservations WHERE status = 'open' AND expires_at < now()
+    UNION ALL
+    SELECT 'credit lease ' || id || ' past its time' FROM credit_leases WHERE expires_at < now()
     UNION ALL
     SELECT 'settled reservation ' || v.id || ' has no receipt' FROM reservations v
       WHERE v.status = 'settled' AND NOT EXISTS (SELECT 1 FROM receipts r WHERE r.id = v.id)
@@ -44,4 +48,17 @@ export const moneyViolations = async (query: Query): Promise<ReadonlyArray<strin
       WHERE NOT EXISTS (SELECT 1 FROM ledger_entries l WHERE l.reference = r.id AND l.kind = 'charge' AND l.amount_usd = -r.total_usd)
   `)
   return rows.map((row) => row.violation)
+}
+
+/**
+ * What an account holds for calls: its `reserved_usd` less the credit its gateway processes have
+ * leased for their next calls (layers/billing/creditLeases.ts), which goes back once they are idle.
+ */
+export const heldForCalls = async (query: Query, accountId: string): Promise<string> => {
+  const [row] = await query<{ held: string }>(
+    `SELECT (reserved_usd - coalesce((SELECT sum(amount_usd) FROM credit_leases c WHERE c.account_id = a.id), 0))::text AS held
+     FROM accounts a WHERE id = $1`,
+    [accountId]
+  )
+  return row!.held
 }

@@ -1,0 +1,121 @@
+/**
+ * Calls held from this process's credit leases (creditLeases.ts), as the
+ * PostgreSQL ledger runs them: a reservation comes from the account's lease
+ * when it covers it, with no statement, else it is made on its own (and what
+ * that statement saw available may grant a lease for the next calls). The
+ * lease's takes and gives back go in the account's ledger turns, after its
+ * settlements and reservations, so a process never has two statements of
+ * one account in flight. Every second the leases idle since the last second
+ * go back (a give back that failed is tried again then); every beat the others are renewed, and one the sweeper freed (its
+ * process stalled past its time) is forgotten. When the process stops, all
+ * go back.
+ */
+import { Effect, Exit, FiberSet, type Scope } from "effect"
+import type { InsufficientFunds } from "../../services/ApiError.ts"
+import type { Ids } from "../../services/Ids.ts"
+import type { Reservation } from "../../services/Ledger.ts"
+import type { SerialBatches } from "../storage/serialBatches.ts"
+import { type CreditLease, makeCreditLeases, type Take } from "./creditLeases.ts"
+import type { makeLeaseStatements } from "./ledgerLease.ts"
+import type { LeaseGrant, LedgerItem } from "./ledgerRows.ts"
+
+/** How often idle leases go back. */
+export const LEASE_SWEEP_MS = 1000
+
+type ReserveInput = { readonly accountId: string; readonly requestId: string; readonly amount: bigint }
+
+export const makeLeasedHolds = (options: {
+  readonly turns: SerialBatches<LedgerItem, unknown, unknown>
+  readonly statements: ReturnType<typeof makeLeaseStatements>
+  readonly ids: typeof Ids.Service
+  /** How often leases in use are renewed. */
+  readonly beatMillis: number
+}): Effect.Effect<{
+  readonly reserve: (
+    input: ReserveInput,
+    alone: (input: ReserveInput) => Effect.Effect<Reservation, InsufficientFunds>
+  ) => Effect.Effect<Reservation, InsufficientFunds>
+  /** A call held from a lease is being settled: its credit leaves the lease with the settlement. */
+  readonly settling: (reservation: Reservation) => void
+  readonly release: (reservation: Reservation) => Effect.Effect<void>
+}, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { beatMillis, ids, statements, turns } = options
+    const leases = makeCreditLeases(() => ids.make("lse"))
+    const clock = yield* Effect.clock
+
+    // A take goes at once, in a fiber of its own (a sent item would linger for the account's next
+    // statement, and a busy account's lease would run out first).
+    const takes = yield* FiberSet.make()
+    const send = (take: Take) =>
+      FiberSet.run(
+        takes,
+        Effect.flatMap(
+          Effect.exit(turns.submit(take.lease.accountId, { _tag: "lease", leaseId: take.lease.id, amount: take.amount })),
+          (answer) =>
+            Effect.sync(() => {
+              const grant = Exit.isSuccess(answer) ? answer.value as LeaseGrant : undefined
+              leases.took(take.lease, grant?.granted ?? 0n, grant?.availableAfter)
+            })
+        )
+      )
+    /** Leases whose give back failed (the database was away): tried again at the next sweep. */
+    const failed: Array<CreditLease> = []
+    const giveBack = (lease: CreditLease) =>
+      turns.send(lease.accountId, { _tag: "giveBack", leaseId: lease.id }, (answer) => {
+        if (Exit.isFailure(answer)) failed.push(lease)
+      })
+
+    const sweep = Effect.suspend(() =>
+      Effect.forEach([...failed.splice(0), ...leases.sweep()], giveBack, { discard: true })
+    )
+    let sinceBeat = 0
+    const renew = Effect.suspend(() => {
+      sinceBeat += LEASE_SWEEP_MS
+      const held = leases.ids()
+      if (sinceBeat < beatMillis || held.length === 0) return Effect.void
+      sinceBeat = 0
+      return Effect.catchAllCause(Effect.map(statements.renew(held), leases.keepOnly), () => Effect.void)
+    })
+    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(LEASE_SWEEP_MS), Effect.zipRight(sweep, renew))))
+    // Registered after the turns were made: runs before they flush, so these go with what they flush.
+    yield* Effect.addFinalizer(() => Effect.forEach(leases.all(), giveBack, { discard: true }))
+
+    return {
+      reserve: (input, alone) =>
+        Effect.suspend(() => {
+          const lease = leases.claim(input.accountId, input.amount)
+          if (lease === undefined) {
+            return alone(input).pipe(Effect.tapBoth({
+              onFailure: () => Effect.sync(() => leases.refused(input.accountId)),
+              onSuccess: (made) => {
+                const take = made.availableAfter === undefined
+                  ? undefined
+                  : leases.saw(input.accountId, input.amount, made.availableAfter)
+                return take === undefined ? Effect.void : send(take)
+              }
+            }))
+          }
+          const reservation: Reservation = {
+            id: ids.make("rcpt"),
+            accountId: input.accountId,
+            requestId: input.requestId,
+            amount: input.amount,
+            reservedAt: new Date(clock.unsafeCurrentTimeMillis()),
+            leaseId: lease.id
+          }
+          const take = leases.refill(lease)
+          return take === undefined ? Effect.succeed(reservation) : Effect.as(send(take), reservation)
+        }),
+
+      settling: (reservation) => {
+        if (reservation.leaseId !== undefined) leases.ended(reservation.leaseId, 0n)
+      },
+
+      release: (reservation) =>
+        Effect.flatMap(statements.released(reservation), (first) =>
+          Effect.sync(() => {
+            if (first) leases.ended(reservation.leaseId!, reservation.amount)
+          }))
+    }
+  })
