@@ -22,6 +22,20 @@ export const failureOf = (error: unknown): UpstreamFailure => {
   return new UpstreamFailure({ kind: typeof code === "string" && timeoutCodes.has(code) ? "timeout" : "connection", detail })
 }
 
+/** How much of an error body is read to tell what it says. */
+const ERROR_BODY_BYTES = 16_384
+
+/** What an error body's text says, without its free text (see `errorKindOf`); never fails. */
+const errorTextKindOf = (text: string): string => {
+  try {
+    const json = JSON.parse(text)
+    return errorKindOf(isRecord(json) && isRecord(json.error) ? json.error : json)
+  } catch {
+    // Not JSON, or broken: the status is what matters.
+    return "unspecified"
+  }
+}
+
 /** What an error body says, without its free text (see `errorKindOf`). Reads a bounded prefix; never fails. */
 const errorBodyKindOf = async (body: AsyncIterable<Uint8Array>): Promise<string> => {
   const decoder = new TextDecoder()
@@ -29,14 +43,12 @@ const errorBodyKindOf = async (body: AsyncIterable<Uint8Array>): Promise<string>
   try {
     for await (const bytes of body) {
       text += decoder.decode(bytes, { stream: true })
-      if (text.length > 16_384) break
+      if (text.length > ERROR_BODY_BYTES) break
     }
-    const json = JSON.parse(text)
-    return errorKindOf(isRecord(json) && isRecord(json.error) ? json.error : json)
   } catch {
-    // Not JSON, or broken: the status is what matters.
     return "unspecified"
   }
+  return errorTextKindOf(text)
 }
 
 /** `Retry-After` in seconds (delta-seconds or an HTTP date, against `nowMillis` from `Clock`), when present and sane. */
@@ -118,7 +130,8 @@ export interface UpstreamHttp {
   ) => Effect.Effect<ResponseData, UpstreamFailure, Scope.Scope>
   /**
    * POSTs JSON and reads the whole 2xx answer as text; fails as `post` does. Interrupted, it aborts
-   * the request. No scope: one promise from request to body, the cheaper way for a whole answer.
+   * the request. No scope and no stream: one handler from request to body (`wholeAnswer`), the
+   * cheaper way for a whole answer.
    */
   readonly postText: (path: string, body: unknown, headers: Record<string, string>) => Effect.Effect<string, UpstreamFailure>
 }
@@ -161,16 +174,53 @@ export const makeUpstreamHttp = (origin: string, timeoutMs: number): Effect.Effe
         }),
       postText: (path, body, headers) =>
         Effect.flatMap(
-          Effect.tryPromise({
-            try: async (signal) => {
-              const response = await agent.request({ origin, path, method: "POST", headers, body: JSON.stringify(body), signal })
-              return response.statusCode >= 200 && response.statusCode < 300
-                ? await response.body.text()
-                : await statusAnswerOf(response)
-            },
-            catch: failureOf
-          }),
+          wholeAnswer(agent, { origin, path, method: "POST", headers, body: JSON.stringify(body) }),
           (answer) => (typeof answer === "string" ? Effect.succeed(answer) : statusFailureOf(answer))
         )
     })
   )
+
+/**
+ * One request read to its end through undici's handler interface: a 2xx answer's body as text,
+ * else the status answer (a bounded prefix of its body read). No `Readable` body, promise or
+ * abort signal per request: the chunks are kept as they come and joined once. Interrupted, the
+ * request is aborted.
+ */
+const wholeAnswer = (agent: Agent, options: Dispatcher.DispatchOptions) =>
+  Effect.async<string | StatusAnswer, UpstreamFailure>((resume) => {
+    let controller: Dispatcher.DispatchController | undefined
+    let interrupted = false
+    let status = 0
+    let retryAfter: string | ReadonlyArray<string> | undefined
+    const chunks: Array<Buffer> = []
+    let bytes = 0
+    agent.dispatch(options, {
+      onRequestStart: (started) => {
+        if (interrupted) started.abort(RELEASED)
+        else controller = started
+      },
+      onResponseStart: (_, statusCode, headers) => {
+        status = statusCode
+        retryAfter = headers["retry-after"]
+      },
+      onResponseData: (_, chunk) => {
+        const ok = status >= 200 && status < 300
+        if (!ok && bytes > ERROR_BODY_BYTES) return
+        chunks.push(chunk)
+        bytes += chunk.length
+      },
+      onResponseEnd: () => {
+        const text = chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks, bytes).toString("utf8")
+        resume(Effect.succeed(
+          status >= 200 && status < 300 ? text : { status, retryAfter, kind: errorTextKindOf(text.slice(0, ERROR_BODY_BYTES)) }
+        ))
+      },
+      onResponseError: (_, error) => {
+        if (!interrupted) resume(Effect.fail(failureOf(error)))
+      }
+    })
+    return Effect.sync(() => {
+      interrupted = true
+      controller?.abort(RELEASED)
+    })
+  })
