@@ -223,18 +223,33 @@ describe("credit leases on the database", () => {
     expect(after!.reserved).toBe("0.000000000")
   })
 
-  it("settles a call held from a lease that was swept meanwhile: charged, nothing freed twice", async () => {
+  it("settles a call held from a lease that was swept meanwhile as one swept: what is available held again, the rest an overage", async () => {
     const account = await gateway.account({ credit: "100" })
     const made = await untilLeased(account.id)
     const leased = made.at(-1)!
     // The process stalled past the lease's time, and another process's sweeper freed it.
     await gateway.query("UPDATE credit_leases SET expires_at = now() - interval '1 second' WHERE account_id = $1", [account.id])
     await gateway.run(Effect.flatMap(Ledger, (ledger) => ledger.sweepExpired()))
+    // The leased call cost more than the account has left.
     await gateway.run(Effect.flatMap(Ledger, (ledger) =>
-      Effect.forEach(made, (reservation) => ledger.settle(reservation, billFor("0.004")), { discard: true })))
+      Effect.forEach(made, (reservation) => ledger.settle(reservation, billFor(reservation === leased ? "150" : "0.004")), { discard: true })))
     const [row] = await gateway.query<{ status: string }>("SELECT status FROM reservations WHERE id = $1", [leased.id])
     expect(row).toEqual({ status: "settled" })
+    const events = await gateway.query<{ type: string }>("SELECT type FROM events WHERE receipt_id = $1", [leased.id])
+    expect(events.map((event) => event.type).sort()).toEqual(["payment.overage", "payment.reserved", "payment.settled", "receipt.created"])
+    const [balance] = await gateway.query<{ balance: string }>("SELECT balance_usd::text AS balance FROM accounts WHERE id = $1", [account.id])
+    expect(usd(balance!.balance)).toBe(usd("100") - usd("150") - usd("0.004") * BigInt(made.length - 1))
+    // Held again was all that was left, so the account is below zero by exactly its overage.
+    const [overage] = await gateway.query<{ amount: string }>(
+      "SELECT data->>'overage_usd' AS amount FROM events WHERE receipt_id = $1 AND type = 'payment.overage'",
+      [leased.id]
+    )
+    expect(usd(overage!.amount)).toBe(-usd(balance!.balance))
     expect(await heldForCalls(gateway.query, account.id)).toBe("0.000000000")
+    expect(await moneyViolations(gateway.query)).toEqual([])
+    // Settled twice (a journal replayed again): refused, nothing charged twice.
+    const again = await gateway.run(Effect.exit(Effect.flatMap(Ledger, (ledger) => ledger.settle(leased, billFor("150")))))
+    expect(again._tag).toBe("Failure")
     expect(await moneyViolations(gateway.query)).toEqual([])
   })
 

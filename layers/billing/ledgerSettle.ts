@@ -95,7 +95,7 @@ export const SETTLEMENT_CLOSING = `
   ), carved AS (
     INSERT INTO reservations (id, account_id, request_id, amount_usd, status, created_at, expires_at, closed_at)
     SELECT id, $2, request_id, estimated, 'settled', least(reserved_at, now()), now(), now()
-    FROM input WHERE lease_id IS NOT NULL
+    FROM input WHERE lease_id IN (SELECT id FROM credit_leases WHERE account_id = $2)
     ON CONFLICT (id) DO NOTHING
     RETURNING id, amount_usd
   ), billed AS (
@@ -182,26 +182,42 @@ export const makeSettleBatch = (run: StatementRunner, sql: SqlClient.SqlClient, 
     ])
 
   /**
-   * The sweeper freed the reservation first (the call outlived its lease), so it holds nothing:
-   * hold again what the call costs, up to what is available now, and settle as usual (charging
-   * the rest as an overage).
+   * The sweeper freed the reservation first (the call outlived its lease), or the credit lease the
+   * call was held from (its process stalled past the lease's time), so it holds nothing: hold
+   * again what the call costs, up to what is available now, and settle as usual (charging the
+   * rest as an overage). A call held from a lease gets its reservation row (and its
+   * `payment.reserved` event) here.
    */
   const settleAfterSweep = (item: SettleItem) =>
     Effect.gen(function*() {
-      const { accountId, id } = item.reservation
+      const { accountId, id, leaseId } = item.reservation
       const [account] = yield* sql<{ available: string }>`
         SELECT greatest(balance_usd - reserved_usd, 0)::text AS available
         FROM accounts WHERE id = ${accountId} FOR UPDATE`
       const hold = usd(min(item.bill.cost.total, money(account!.available)))
-      yield* sql`
-        WITH reopened AS (
+      const reopened = leaseId === undefined
+        ? sql`
           UPDATE reservations SET status = 'open', amount_usd = ${hold}::numeric, closed_at = NULL
           WHERE id = ${id} AND status = 'released'
-          RETURNING account_id
-        )
-        UPDATE accounts SET reserved_usd = reserved_usd + ${hold}::numeric
-        FROM reopened WHERE accounts.id = reopened.account_id`
-      const [row] = yield* settleStatement(accountId, [item], inTransaction)
+          RETURNING account_id`
+        : sql`
+          WITH made AS (
+            INSERT INTO reservations (id, account_id, request_id, amount_usd, status, created_at, expires_at)
+            VALUES (${id}, ${accountId}, ${item.reservation.requestId}, ${hold}::numeric, 'open',
+                    least(${item.reservation.reservedAt}::timestamptz, now()), now())
+            ON CONFLICT (id) DO NOTHING
+            RETURNING id, account_id, request_id, amount_usd, created_at
+          ), event AS (
+            INSERT INTO events (id, type, account_id, request_id, receipt_id, data, created_at)
+            SELECT ${ids.make("evt")}, 'payment.reserved', account_id, request_id, id,
+                   jsonb_build_object('amount_usd', amount_usd::text), created_at
+            FROM made
+          )
+          SELECT account_id FROM made`
+      const [held] = yield* reopened
+      if (held !== undefined) yield* sql`UPDATE accounts SET reserved_usd = reserved_usd + ${hold}::numeric WHERE id = ${accountId}`
+      // Settled as a reservation of its own now (its row is open).
+      const [row] = yield* settleStatement(accountId, [{ ...item, reservation: { ...item.reservation, leaseId: undefined } }], inTransaction)
       if (row === undefined) return yield* Effect.dieMessage(`Reservation ${id} was settled already.`)
       return settledReceipt(item, row)
     }).pipe(sql.withTransaction, Effect.orDie)
