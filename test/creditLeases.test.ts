@@ -36,14 +36,14 @@ describe("the lease pool", () => {
   let n = 0
   const pool = () => makeCreditLeases(() => `lse_${++n}`)
 
-  it("leases to a busy account only, at most a sixteenth of what it had available and 32 calls' worth", () => {
+  it("leases to a busy account only, at most a sixteenth of what it had available and 128 calls' worth", () => {
     const leases = pool()
     for (let i = 1; i < 8; i++) expect(leases.saw("acct", 10n, 1_000_000n)).toBeUndefined()
     const take = leases.saw("acct", 10n, 1_000_000n)!
-    expect(take.amount).toBe(320n)
-    leases.took(take.lease, take.amount, 1_000_000n - 320n)
+    expect(take.amount).toBe(1280n)
+    leases.took(take.lease, take.amount, 1_000_000n - 1280n)
     expect(leases.claim("acct", 10n)?.id).toBe(take.lease.id)
-    expect(take.lease.left).toBe(310n)
+    expect(take.lease.left).toBe(1270n)
     // A sixteenth of 1,600 is 100: ten calls' worth.
     const small = pool()
     for (let i = 1; i < 8; i++) small.saw("a", 10n, 1_600n)
@@ -59,18 +59,21 @@ describe("the lease pool", () => {
     for (let i = 1; i < 8; i++) leases.saw("acct", 10n, 1_000_000n)
     const take = leases.saw("acct", 10n, 1_000_000n)!
     leases.took(take.lease, take.amount, 999_000n)
-    const claimed = Array.from({ length: 17 }, () => leases.claim("acct", 10n)!)
-    expect(take.lease.left).toBe(150n)
-    expect(take.lease.open).toBe(17)
+    const claimed = Array.from({ length: 64 }, () => leases.claim("acct", 10n)!)
+    expect(take.lease.left).toBe(640n)
+    expect(leases.refill(claimed[0]!)).toBeUndefined() // half left: no take yet
+    leases.claim("acct", 10n)
+    expect(take.lease.left).toBe(630n)
+    expect(take.lease.open).toBe(65)
     const refill = leases.refill(claimed[0]!)!
-    expect(refill.amount).toBe(170n)
+    expect(refill.amount).toBe(650n)
     expect(leases.refill(claimed[0]!)).toBeUndefined() // one take at a time
     leases.took(refill.lease, 0n, 100n) // refused: the account ran low meanwhile
-    expect(leases.claim("acct", 151n)).toBeUndefined()
+    expect(leases.claim("acct", 631n)).toBeUndefined()
     leases.ended(take.lease.id, 10n) // released: its credit is back
     leases.ended(take.lease.id, 0n) // settled: its credit left with the settlement
-    expect(take.lease.left).toBe(160n)
-    expect(take.lease.open).toBe(15)
+    expect(take.lease.left).toBe(640n)
+    expect(take.lease.open).toBe(63)
   })
 
   it("gives back a lease idle for a sweep with no call open, or closing once its calls end", () => {
@@ -139,8 +142,8 @@ describe("credit leases on the database", () => {
     const leased = made.at(-1)!
     expect(leased.leaseId).toBeDefined()
     expect(made.filter((reservation) => reservation.leaseId === undefined).length).toBeGreaterThanOrEqual(8)
-    // 32 calls' worth of 0.01 (a sixteenth of ~100 is far more), less the call held from it.
-    expect(await leaseRows(account.id)).toEqual([{ amount: "0.320000000" }])
+    // 128 calls' worth of 0.01 (a sixteenth of ~100 is more); the call held from it is still in it.
+    expect(await leaseRows(account.id)).toEqual([{ amount: "1.280000000" }])
     // No row for the leased call yet: the lease holds its credit.
     expect(await gateway.query("SELECT id FROM reservations WHERE id = $1", [leased.id])).toEqual([])
 
@@ -159,7 +162,7 @@ describe("credit leases on the database", () => {
     expect(events[0]!.type).toBe("payment.reserved")
     expect(events.map((event) => event.type).sort()).toEqual(["payment.reserved", "payment.settled", "receipt.created"])
     // The settled call's credit left the lease; the rest stays leased until the account is idle.
-    expect(await leaseRows(account.id)).toEqual([{ amount: "0.310000000" }])
+    expect(await leaseRows(account.id)).toEqual([{ amount: "1.270000000" }])
     expect(await heldForCalls(gateway.query, account.id)).toBe("0.000000000")
     const [balance] = await gateway.query<{ balance: string }>("SELECT balance_usd::text AS balance FROM accounts WHERE id = $1", [account.id])
     expect(usd(balance!.balance)).toBe(usd("100") - usd("0.004") * BigInt(made.length))

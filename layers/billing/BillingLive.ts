@@ -206,11 +206,14 @@ export const BillingLive = Layer.scoped(
       Effect.gen(function*() {
         const settlement: QueuedReceipt = { ...(yield* unwritten(reservation, bill)), queued: true }
         yield* countedForMonitoring(settlement)
-        yield* ledger.settleQueued(reservation, bill, queue.track(yield* Effect.runtime<never>(), (answer) =>
-          Effect.flatMap(
+        yield* ledger.settleQueued(reservation, bill, queue.track(yield* Effect.runtime<never>(), (answer) => {
+          // Written, and nothing to record after it: the hold has ended, with no fiber to run.
+          if (Exit.isSuccess(answer) && recordAfter === undefined) return void unfinished--
+          return Effect.flatMap(
             Exit.isSuccess(answer) ? Effect.succeed<Settlement>(answer.value) : kept(reservation, bill, answer.cause),
             (written) => recordAfter?.(written) ?? Effect.void
-          ).pipe(Effect.ensuring(finished))))
+          ).pipe(Effect.ensuring(finished))
+        }))
         return settlement
       })
 

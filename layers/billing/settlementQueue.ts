@@ -3,7 +3,7 @@
  * A settlement is queued so that a call is answered before its receipt is
  * written (the write goes with the account's next reservation, or alone
  * within 50 ms); what runs after the write (the call's transcript, the
- * journal when the write failed) runs in a fiber of its own then. `settled`
+ * journal when the write failed) runs in a fiber of its own then, if any. `settled`
  * lets a read wait for every settlement queued before it, so a caller
  * reading its receipts, balance or usage through this process sees every
  * call it was answered.
@@ -33,17 +33,21 @@ export const makeSettlementQueue = () => {
 
   return {
     /**
-     * The ledger's callback for one queued settlement: runs `after` with its answer, in `runtime` (the
-     * call's, so its logs keep the request's annotations), and counts it done then.
+     * The ledger's callback for one queued settlement: runs what `after` answers for it, in `runtime`
+     * (the call's, so its logs keep the request's annotations), and counts it done then; at once
+     * when `after` answers nothing to run (the common case: no fiber for it).
      */
-    track: (runtime: Runtime.Runtime<never>, after: (answer: Exit.Exit<Receipt>) => Effect.Effect<void>) => {
+    track: (runtime: Runtime.Runtime<never>, after: (answer: Exit.Exit<Receipt>) => Effect.Effect<void> | undefined) => {
       const n = ++last
       open.add(n)
-      return (answer: Exit.Exit<Receipt>) =>
-        void Runtime.runFork(runtime)(Effect.ensuring(
-          Effect.catchAllCause(after(answer), (cause) => Effect.logError("after a queued settlement", cause)),
+      return (answer: Exit.Exit<Receipt>) => {
+        const next = after(answer)
+        if (next === undefined) return done(n)
+        Runtime.runFork(runtime)(Effect.ensuring(
+          Effect.catchAllCause(next, (cause) => Effect.logError("after a queued settlement", cause)),
           Effect.sync(() => done(n))
         ))
+      }
     },
     /** Waits for the settlements queued so far, or `maxMillis` (a database that does not answer must not hold reads). */
     settledWithin: (maxMillis: number) =>

@@ -121,7 +121,7 @@ export const settleChat = (
     privacyClass: route.privacy.served,
     events: services.recorder.receiptEvents(route, served.attempts),
     ...(verdict !== undefined ? { attestationVerdicts: [verdict] } : {})
-  }, (receipt) =>
+  }, !services.transcripts.keeps(route.privacy.served) ? undefined : (receipt) =>
     isPending(receipt) ? Effect.void : services.transcripts.keep({
       receiptId: receipt.id,
       accountId: receipt.accountId,
