@@ -11,26 +11,15 @@ import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { makeCreditLeases } from "../layers/billing/creditLeases.ts"
 import { decodeLine, encodeLine } from "../layers/billing/journalCodec.ts"
-import type { Bill, Reservation } from "../services/Ledger.ts"
+import type { Reservation } from "../services/Ledger.ts"
 import { Ledger } from "../services/Ledger.ts"
 import { parseUsd } from "../services/Money.ts"
 import { startGateway, type TestGateway } from "./support/gateway.ts"
 import { heldForCalls, moneyViolations } from "./support/invariants.ts"
+import { billFor } from "./support/ledgerContract.ts"
 
 const usd = (text: string) => parseUsd(text).pipe((option) => option._tag === "Some" ? option.value : 0n)
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-const billFor = (total: string): Bill => ({
-  endpoint: "/v1/chat/completions",
-  model: "svc/pro",
-  tier: "pro",
-  privacyClass: "standard_route",
-  usage: { inputTokens: 10, outputTokens: 10 },
-  price: { input: usd("1"), output: usd("2") },
-  cost: { upstream: usd(total) / 2n, margin: usd(total) - usd(total) / 2n, total: usd(total) },
-  attempts: [{ model: "svc/pro", outcome: "ok", latencyMs: 1 }],
-  providerId: "sandbox"
-})
 
 describe("the lease pool", () => {
   let n = 0
@@ -160,7 +149,7 @@ describe("credit leases on the database", () => {
     )
     // Reserved first (at the call's start); the settlement's two share one time.
     expect(events[0]!.type).toBe("payment.reserved")
-    expect(events.map((event) => event.type).sort()).toEqual(["payment.reserved", "payment.settled", "receipt.created"])
+    expect(events.map((event) => event.type).sort()).toEqual(["payment.reserved", "payment.settled", "provider.route", "receipt.created"])
     // The settled call's credit left the lease; the rest stays leased until the account is idle.
     expect(await leaseRows(account.id)).toEqual([{ amount: "1.270000000" }])
     expect(await heldForCalls(gateway.query, account.id)).toBe("0.000000000")
@@ -239,7 +228,13 @@ describe("credit leases on the database", () => {
     const [row] = await gateway.query<{ status: string }>("SELECT status FROM reservations WHERE id = $1", [leased.id])
     expect(row).toEqual({ status: "settled" })
     const events = await gateway.query<{ type: string }>("SELECT type FROM events WHERE receipt_id = $1", [leased.id])
-    expect(events.map((event) => event.type).sort()).toEqual(["payment.overage", "payment.reserved", "payment.settled", "receipt.created"])
+    expect(events.map((event) => event.type).sort()).toEqual([
+      "payment.overage",
+      "payment.reserved",
+      "payment.settled",
+      "provider.route",
+      "receipt.created"
+    ])
     const [balance] = await gateway.query<{ balance: string }>("SELECT balance_usd::text AS balance FROM accounts WHERE id = $1", [account.id])
     expect(usd(balance!.balance)).toBe(usd("100") - usd("150") - usd("0.004") * BigInt(made.length - 1))
     // Held again was all that was left, so the account is below zero by exactly its overage.
