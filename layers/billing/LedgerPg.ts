@@ -35,7 +35,7 @@ import { makeLeasedHolds } from "./leasedHolds.ts"
 import { makeLeaseStatements } from "./ledgerLease.ts"
 import { makeRelease, makeRenew, sweepExpired } from "./ledgerRelease.ts"
 import { makeReserveBatch } from "./ledgerReserve.ts"
-import { type LeaseGrant, type LedgerItem, type ReceiptRow, type ReserveItem, toReceipt } from "./ledgerRows.ts"
+import { type LedgerAnswer, type LedgerItem, type ReceiptRow, type ReserveItem, toReceipt } from "./ledgerRows.ts"
 import { makeSettleBatch } from "./ledgerSettle.ts"
 import { makeLedgerTurn } from "./ledgerTurn.ts"
 
@@ -110,7 +110,7 @@ export const LedgerPg = Layer.scoped(
         let nextSettled = 0
         let nextReserved = 0
         let nextLeased = 0
-        return items.map((item): Exit.Exit<Reservation | Receipt | LeaseGrant | void, InsufficientFunds> =>
+        return items.map((item): Exit.Exit<LedgerAnswer, InsufficientFunds> =>
           item._tag === "settle"
             ? settled[nextSettled++]!
             : item._tag === "reserve"
@@ -120,7 +120,7 @@ export const LedgerPg = Layer.scoped(
       })
     const turns = yield* makeSerialBatches(ledgerTurn, MAX_BATCH, SETTLE_LINGER_MS)
     const leased = yield* makeLeasedHolds({
-      turns: turns as never,
+      turns,
       statements: leaseStatements,
       ids,
       beatMillis: Math.max(1, Math.floor((lease * 1000) / 3))

@@ -6,9 +6,9 @@
  * lease's takes and gives back go in the account's ledger turns, after its
  * settlements and reservations, so a process never has two statements of
  * one account in flight. Every second the leases idle since the last second
- * go back (a give back that failed is tried again then); every beat the others are renewed, and one the sweeper freed (its
- * process stalled past its time) is forgotten. When the process stops, all
- * go back.
+ * go back (a give back that failed is tried again then); every beat the
+ * others are renewed, and one the sweeper freed (its process stalled past
+ * its time) is forgotten. When the process stops, all go back.
  */
 import { Effect, Exit, FiberSet, type Scope } from "effect"
 import type { InsufficientFunds } from "../../services/ApiError.ts"
@@ -17,7 +17,7 @@ import type { Reservation } from "../../services/Ledger.ts"
 import type { SerialBatches } from "../storage/serialBatches.ts"
 import { type CreditLease, makeCreditLeases, type Take } from "./creditLeases.ts"
 import type { makeLeaseStatements } from "./ledgerLease.ts"
-import type { LeaseGrant, LedgerItem } from "./ledgerRows.ts"
+import type { LeaseGrant, LedgerAnswer, LedgerItem } from "./ledgerRows.ts"
 
 /** How often idle leases go back. */
 export const LEASE_SWEEP_MS = 1000
@@ -25,7 +25,7 @@ export const LEASE_SWEEP_MS = 1000
 type ReserveInput = { readonly accountId: string; readonly requestId: string; readonly amount: bigint }
 
 export const makeLeasedHolds = (options: {
-  readonly turns: SerialBatches<LedgerItem, unknown, unknown>
+  readonly turns: SerialBatches<LedgerItem, LedgerAnswer, InsufficientFunds>
   readonly statements: ReturnType<typeof makeLeaseStatements>
   readonly ids: typeof Ids.Service
   /** How often leases in use are renewed. */

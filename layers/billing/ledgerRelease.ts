@@ -2,8 +2,8 @@
  * The ledger's statements that free credit without charging: releasing a
  * failed call's reservation, and sweeping the reservations whose lease ran
  * out (their process died), credit leases included — and the heartbeat that
- * keeps a running call's lease from running out. Each closes a reservation once, so releasing
- * twice or sweeping from several processes frees it once.
+ * keeps a running call's lease from running out. Each closes a reservation
+ * once, so releasing twice or sweeping from several processes frees it once.
  */
 import type { SqlClient } from "@effect/sql"
 import { Effect } from "effect"

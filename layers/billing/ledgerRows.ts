@@ -137,3 +137,6 @@ export interface LeaseGrant {
 }
 
 export type LedgerItem = ReserveItem | SettleItem | LeaseItem | GiveBackItem
+
+/** What a ledger turn answers an item: a reservation, a receipt, a lease's grant, or nothing (a give back). */
+export type LedgerAnswer = Reservation | Receipt | LeaseGrant | void
