@@ -33,14 +33,14 @@ describe("the lease pool", () => {
     leases.took(take.lease, take.amount, 1_000_000n - 1280n)
     expect(leases.claim("acct", 10n)?.id).toBe(take.lease.id)
     expect(take.lease.left).toBe(1270n)
-    // A sixteenth of 1,600 is 100: ten calls' worth.
+    // It asks for half the share the database grants (a sixteenth): a 32nd of 3,200 is 100, ten calls' worth.
     const small = pool()
-    for (let i = 1; i < 8; i++) small.saw("a", 10n, 1_600n)
-    expect(small.saw("a", 10n, 1_600n)!.amount).toBe(100n)
+    for (let i = 1; i < 8; i++) small.saw("a", 10n, 3_200n)
+    expect(small.saw("a", 10n, 3_200n)!.amount).toBe(100n)
     // Under four calls' worth is not worth a lease.
     const short = pool()
-    for (let i = 1; i < 8; i++) short.saw("a", 10n, 600n)
-    expect(short.saw("a", 10n, 600n)).toBeUndefined()
+    for (let i = 1; i < 8; i++) short.saw("a", 10n, 1_200n)
+    expect(short.saw("a", 10n, 1_200n)).toBeUndefined()
   })
 
   it("holds from the lease only what it has left, refills it at half, and a release gives back", () => {
@@ -190,7 +190,7 @@ describe("credit leases on the database", () => {
   })
 
   it("takes no lease near the balance's end: every call reserves on its own, and the last ones are refused exactly", async () => {
-    // 20 calls' worth: a sixteenth of it is under four calls' worth.
+    // 20 calls' worth: a 32nd of it is under four calls' worth.
     const account = await gateway.account({ credit: "0.2" })
     const results = []
     for (let i = 0; i < 25; i++) results.push(await gateway.run(Effect.either(reserve(account.id, i))))

@@ -60,11 +60,14 @@ export const makeCreditLeases = (newId: () => string) => {
   const byAccount = new Map<string, CreditLease>()
   const byId = new Map<string, CreditLease>()
 
-  /** How much more the lease should take, having seen `available` (0: none worth taking). */
+  /**
+   * How much more the lease should take, having seen `available` (0: none worth taking). It aims at
+   * half the share the database grants, so a take still fits when other calls reserved meanwhile.
+   */
   const wanted = (lease: CreditLease, available: Nanos): Nanos => {
     if (lease.taking || lease.closing) return 0n
     let want = lease.perCall * MAX_LEASE_CALLS
-    if (want * LEASE_SHARE > available) want = available / LEASE_SHARE
+    if (want * LEASE_SHARE * 2n > available) want = available / (LEASE_SHARE * 2n)
     if (want < lease.perCall * MIN_LEASE_CALLS || lease.left * 2n >= want) return 0n
     return want - lease.left
   }
