@@ -335,11 +335,16 @@ describe("billing across gateway processes", () => {
         )
         return { reservations, row: row!, receipts, leased: nanos(leases!.leased) }
       })
-      expect(stranded.reservations.map((row) => row.id)).toEqual([...receiptIds].sort())
+      // The account's first 8 calls reserve alone; a later one may be held from the process's credit lease,
+      // which has no row of its own until the call ends: its credit is in the lease.
+      const rowIds = stranded.reservations.map((row) => row.id)
+      expect(rowIds.filter((id) => !receiptIds.includes(id))).toEqual([])
+      expect(rowIds.length).toBeGreaterThanOrEqual(8)
+      if (rowIds.length < inFlight) expect(stranded.leased).toBeGreaterThan(0n)
       expect(
         stranded.reservations.map((row) => row.status),
         `still open: killed ${killedAfter} ms after the calls were sent`
-      ).toEqual(Array(inFlight).fill("open"))
+      ).toEqual(Array(rowIds.length).fill("open"))
       expect(stranded.receipts).toEqual([])
       const heldTotal = stranded.reservations.reduce((sum, row) => sum + nanos(row.amount), 0n)
       expect(stranded.row).toEqual({ balance: credit, reserved: usd(heldTotal + stranded.leased) })
@@ -371,13 +376,13 @@ describe("billing across gateway processes", () => {
           "SELECT id, status FROM reservations WHERE account_id = $1 ORDER BY id",
           [account.id]
         )
-        expect(reservations).toEqual([...receiptIds].sort().map((id) => ({ id, status: "released" })))
+        expect(reservations).toEqual(rowIds.map((id) => ({ id, status: "released" })))
         const released = await query<{ receipt_id: string; reason: string }>(
           `SELECT receipt_id, data->>'reason' AS reason FROM events
            WHERE account_id = $1 AND type = 'payment.released' ORDER BY receipt_id`,
           [account.id]
         )
-        expect(released).toEqual([...receiptIds].sort().map((id) => ({ receipt_id: id, reason: "lease_expired" })))
+        expect(released).toEqual(rowIds.map((id) => ({ receipt_id: id, reason: "lease_expired" })))
         expect(await query("SELECT id FROM receipts WHERE account_id = $1", [account.id])).toEqual([])
         expect(await query("SELECT id FROM credit_leases WHERE account_id = $1", [account.id])).toEqual([])
         expect(await moneyViolations(query)).toEqual([])
