@@ -72,6 +72,9 @@ export const makeCreditLeases = (newId: () => string) => {
     return want - lease.left
   }
 
+  /** What a call asks lately: each new call's amount weighs a fifth. */
+  const remember = (lease: CreditLease, amount: Nanos) => void (lease.perCall = (lease.perCall * 4n + amount) / 5n)
+
   const taking = (lease: CreditLease, amount: Nanos): Take | undefined => {
     if (amount <= 0n) return undefined
     lease.taking = true
@@ -86,7 +89,7 @@ export const makeCreditLeases = (newId: () => string) => {
       lease.left -= amount
       lease.open++
       lease.used = true
-      lease.perCall = (lease.perCall * 4n + amount) / 5n
+      remember(lease, amount)
       return lease
     },
 
@@ -113,7 +116,7 @@ export const makeCreditLeases = (newId: () => string) => {
         byAccount.set(accountId, lease)
         byId.set(lease.id, lease)
       } else {
-        lease.perCall = (lease.perCall * 4n + amount) / 5n
+        remember(lease, amount)
         lease.available = available
       }
       lease.used = true
@@ -181,5 +184,3 @@ export const makeCreditLeases = (newId: () => string) => {
     if (byAccount.get(lease.accountId) === lease) byAccount.delete(lease.accountId)
   }
 }
-
-export type CreditLeases = ReturnType<typeof makeCreditLeases>

@@ -20,7 +20,7 @@ import type { makeLeaseStatements } from "./ledgerLease.ts"
 import type { LeaseGrant, LedgerAnswer, LedgerItem } from "./ledgerRows.ts"
 
 /** How often idle leases go back. */
-export const LEASE_SWEEP_MS = 1000
+const LEASE_SWEEP_MS = 1000
 
 type ReserveInput = { readonly accountId: string; readonly requestId: string; readonly amount: bigint }
 
