@@ -4,16 +4,26 @@
  * skipped; an event that grows past 10 MiB without ending, or a body that ends
  * before the upstream said it was done, is a `protocol` failure.
  */
-import { Readable } from "node:stream"
 import { Effect, Either, Stream } from "effect"
 import { describe, expect, it } from "vitest"
+import type { UpstreamBody } from "../plugins/support/answerReading.ts"
 import { type SseEvent, sseStream, type Translation } from "../plugins/support/sse.ts"
 
 const translate = (event: SseEvent): Translation<string> =>
   event.data === "[DONE]" ? { out: [], done: true } : { out: [`${event.event}:${event.data}`], done: false }
 
+/** A body whose reads bring `parts` one by one. */
+const bodyOf = (parts: ReadonlyArray<string | Buffer>): UpstreamBody => {
+  let next = 0
+  return {
+    read: Effect.sync(() => (next < parts.length ? Buffer.from(parts[next++]!) : undefined)),
+    complete: () => {},
+    release: () => {}
+  }
+}
+
 const read = (parts: ReadonlyArray<string | Buffer>, endMarker = true) =>
-  Effect.runPromise(Effect.either(Stream.runCollect(sseStream(Readable.from(parts.map((part) => Buffer.from(part))), translate, { endMarker }))))
+  Effect.runPromise(Effect.either(Stream.runCollect(sseStream(bodyOf(parts), translate, { endMarker }))))
     .then(Either.map((chunk) => [...chunk]))
 
 const BODY = ": keep-alive\n\ndata: {\"a\":1}\n\nevent: ping\ndata: x\ndata: y\n\r\ndata: é→😀\n\ndata: [DONE]\n\n"

@@ -5,22 +5,22 @@
  * call's CPU, docs/performance.md); each adapter supplies the
  * translation of one event (throwing `Malformed` for what it cannot use) and
  * says when the stream is complete. A body that ends before that is a
- * `protocol` failure (the answer was cut off); once complete, the rest of the
- * body is read for a moment rather than destroyed, so its connection stays
- * reusable.
+ * `protocol` failure (the answer was cut off); once complete, the stream ends
+ * at once and the rest of the body is drained when it is released
+ * (answerReading.ts), so its connection stays reusable.
  *
- * The stream is one pull per read of the body: the read's bytes parsed and
- * translated in one synchronous pass, its items one chunk. Composing it from
+ * The stream is one pull per read of the body (answerReading.ts: the bytes
+ * that came since the last read): parsed and translated in one synchronous
+ * pass, its items one chunk. Composing it from
  * Effect's stream stages (read, interrupt-when-done, map, take-until, concat)
  * cost four times the whole JSON exchange per stream (docs/performance.md).
  */
-import type { Readable } from "node:stream"
 import { createParser } from "eventsource-parser"
 import { Chunk, Effect, Option, type Stream } from "effect"
 import type { UpstreamFailure } from "../../services/Providers.ts"
 import { pulledStream } from "../../services/pulledStream.ts"
+import type { UpstreamBody } from "./answerReading.ts"
 import { protocolFailure, protocolFailureOf } from "./json.ts"
-import { failureOf } from "./upstreamHttp.ts"
 
 /** One event: its type (`message` unless the upstream named one) and its data lines joined. */
 export interface SseEvent {
@@ -38,26 +38,8 @@ export interface Translation<A> {
   readonly done: boolean
 }
 
-/** How long to let the response end after the upstream said it is complete. */
-const DRAIN_AFTER_DONE_MS = 250
-
-/**
- * The rest of a body whose answer is complete, read until it ends or for `DRAIN_AFTER_DONE_MS`,
- * whichever comes first; never fails (what is left is destroyed with the body).
- */
-const drainRest = (iterator: AsyncIterator<unknown>) =>
-  new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, DRAIN_AFTER_DONE_MS)
-    const done = () => {
-      clearTimeout(timer)
-      resolve()
-    }
-    const next = (): void => void iterator.next().then((read) => (read.done ? done() : next()), done)
-    next()
-  })
-
 export const sseStream = <A>(
-  body: Readable,
+  body: UpstreamBody,
   /** Called per event, in order; a fresh closure per stream may keep state. */
   translate: (event: SseEvent) => Translation<A>,
   options: {
@@ -65,13 +47,11 @@ export const sseStream = <A>(
     readonly endMarker: boolean
   }
 ): Stream.Stream<A, UpstreamFailure> => {
-  // Made at once, not per run: a body is read once, and the watchdog takes the pull itself (pulledStream.ts).
-  const iterator = body[Symbol.asyncIterator]()
   const decoder = new TextDecoder()
   let events: Array<SseEvent> = []
   /** The upstream said the answer is complete. */
   let done = false
-  /** Nothing more comes: the body ended, or was drained after `done`. */
+  /** Nothing more comes: the body ended, or the answer is complete. */
   let over = false
   let tooLarge: string | undefined
   /** A failure met while translating a read: raised after the items translated before it. */
@@ -94,6 +74,7 @@ export const sseStream = <A>(
         for (const item of translation.out) out.push(item)
         if (translation.done) {
           done = true
+          body.complete()
           break
         }
       }
@@ -119,22 +100,24 @@ export const sseStream = <A>(
 
   const pull: Effect.Effect<Chunk.Chunk<A>, Option.Option<UpstreamFailure>> = Effect.suspend(() => {
     if (over || broken !== undefined) return end
+    // Complete: what is left of the body is drained when it is released (answerReading.ts), not read here.
     if (done) {
       over = true
-      return Effect.zipRight(Effect.promise(() => drainRest(iterator)), end)
+      return end
     }
-    return Effect.tryPromise({ try: () => iterator.next(), catch: (error) => Option.some(failureOf(error)) }).pipe(
-      Effect.flatMap((read) => {
-        if (read.done) {
+    return Effect.matchEffect(body.read, {
+      onFailure: (failure) => Effect.fail(Option.some(failure)),
+      onSuccess: (bytes) => {
+        if (bytes === undefined) {
           over = true
           return end
         }
         // A read that broke still delivers the items before the break; the next pull raises it.
-        return Effect.succeed(Chunk.unsafeFromArray(feed(read.value as Uint8Array)))
-      })
-    )
+        return Effect.succeed(Chunk.unsafeFromArray(feed(bytes)))
+      }
+    })
   })
 
-  // Destroyed however the stream ends: a body abandoned mid-way frees its connection at once.
-  return pulledStream(pull, Effect.sync(() => body.destroy()))
+  // Released however the stream ends: a body abandoned mid-way frees its connection at once.
+  return pulledStream(pull, Effect.sync(body.release))
 }

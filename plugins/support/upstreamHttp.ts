@@ -1,55 +1,15 @@
 /**
  * What every HTTP provider plugin shares: one undici connection pool per
- * provider with the configured timeouts, POSTs that are aborted when their
- * scope closes, and the mapping of transport errors and non-2xx answers to
- * `UpstreamFailure` (with `Retry-After` kept for the router).
+ * provider with the configured timeouts, POSTs whose answers are read
+ * through undici's handler interface (answerReading.ts) and aborted when
+ * their call lets go of them, and non-2xx answers as `UpstreamFailure` (with
+ * `Retry-After` kept for the router).
  */
-import { Clock, Effect, type Scope } from "effect"
-import { Agent, type Dispatcher } from "undici"
+import { Clock, Effect, Scope } from "effect"
+import { Agent } from "undici"
 import type { ProviderConfig } from "../../services/Config.ts"
 import { ProviderConfigError, UpstreamFailure } from "../../services/Providers.ts"
-import { errorKindOf, isRecord } from "./json.ts"
-import { acquirePlainRelease } from "./plainRelease.ts"
-
-export type ResponseData = Dispatcher.ResponseData
-
-const timeoutCodes = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT", "UND_ERR_CONNECT_TIMEOUT", "ETIMEDOUT"])
-
-/** A transport error (no answer, or the answer broke off) as a failure. */
-export const failureOf = (error: unknown): UpstreamFailure => {
-  const code = typeof error === "object" && error !== null ? (error as { code?: unknown }).code : undefined
-  const detail = `${error instanceof Error ? error.message : String(error)}${typeof code === "string" ? ` (${code})` : ""}`
-  return new UpstreamFailure({ kind: typeof code === "string" && timeoutCodes.has(code) ? "timeout" : "connection", detail })
-}
-
-/** How much of an error body is read to tell what it says. */
-const ERROR_BODY_BYTES = 16_384
-
-/** What an error body's text says, without its free text (see `errorKindOf`); never fails. */
-const errorTextKindOf = (text: string): string => {
-  try {
-    const json = JSON.parse(text)
-    return errorKindOf(isRecord(json) && isRecord(json.error) ? json.error : json)
-  } catch {
-    // Not JSON, or broken: the status is what matters.
-    return "unspecified"
-  }
-}
-
-/** What an error body says, without its free text (see `errorKindOf`). Reads a bounded prefix; never fails. */
-const errorBodyKindOf = async (body: AsyncIterable<Uint8Array>): Promise<string> => {
-  const decoder = new TextDecoder()
-  let text = ""
-  try {
-    for await (const bytes of body) {
-      text += decoder.decode(bytes, { stream: true })
-      if (text.length > ERROR_BODY_BYTES) break
-    }
-  } catch {
-    return "unspecified"
-  }
-  return errorTextKindOf(text)
-}
+import { type StatusAnswer, streamedAnswer, type UpstreamBody, wholeAnswer } from "./answerReading.ts"
 
 /** `Retry-After` in seconds (delta-seconds or an HTTP date, against `nowMillis` from `Clock`), when present and sane. */
 export const retryAfterSeconds = (header: string | ReadonlyArray<string> | undefined, nowMillis: number) => {
@@ -58,19 +18,6 @@ export const retryAfterSeconds = (header: string | ReadonlyArray<string> | undef
   const seconds = /^\d+(\.\d+)?$/.test(value.trim()) ? Number(value) : (Date.parse(value) - nowMillis) / 1000
   return Number.isFinite(seconds) ? Math.max(0, seconds) : undefined
 }
-
-/** A non-2xx answer, as far as a failure tells it: its status, `Retry-After`, and what its body says. */
-interface StatusAnswer {
-  readonly status: number
-  readonly retryAfter: string | ReadonlyArray<string> | undefined
-  readonly kind: string
-}
-
-const statusAnswerOf = async (response: ResponseData): Promise<StatusAnswer> => ({
-  status: response.statusCode,
-  retryAfter: response.headers["retry-after"],
-  kind: await errorBodyKindOf(response.body)
-})
 
 /** A non-2xx answer as a failure (`Retry-After` read against the `Clock`). */
 const statusFailureOf = (answer: StatusAnswer) =>
@@ -83,10 +30,6 @@ const statusFailureOf = (answer: StatusAnswer) =>
       ...(retryAfter !== undefined ? { retryAfterSeconds: retryAfter } : {})
     })
   })
-
-/** A non-2xx answer as a failure. */
-const statusFailure = (response: ResponseData) =>
-  Effect.flatMap(Effect.promise(() => statusAnswerOf(response)), statusFailureOf)
 
 /** `baseUrl` split for undici: the origin, and the path prefix without a trailing slash. */
 export const baseUrlOf = (provider: ProviderConfig, plugin: string, fallback?: string) => {
@@ -120,27 +63,21 @@ export const requestHeaders = (own: Record<string, string>) => {
 
 export interface UpstreamHttp {
   /**
-   * POSTs JSON to `path` on `origin`; fails on transport errors and non-2xx answers. The request
-   * is aborted when the scope closes.
+   * POSTs JSON to `path` on `origin` and hands over the 2xx answer's body as it streams in; fails on
+   * transport errors and non-2xx answers. The body is released (its request aborted unless it
+   * completed) when the scope closes, if it was not before.
    */
-  readonly post: (
+  readonly postStream: (
     path: string,
     body: unknown,
     headers: Record<string, string>
-  ) => Effect.Effect<ResponseData, UpstreamFailure, Scope.Scope>
+  ) => Effect.Effect<UpstreamBody, UpstreamFailure, Scope.Scope>
   /**
-   * POSTs JSON and reads the whole 2xx answer as text; fails as `post` does. Interrupted, it aborts
-   * the request. No scope and no stream: one handler from request to body (`wholeAnswer`), the
-   * cheaper way for a whole answer.
+   * POSTs JSON and reads the whole 2xx answer as text; fails as `postStream` does. Interrupted, it
+   * aborts the request. No scope: one handler from request to body.
    */
   readonly postText: (path: string, body: unknown, headers: Record<string, string>) => Effect.Effect<string, UpstreamFailure>
 }
-
-/**
- * Why a request's signal is aborted when its scope closes. Given once: without a reason, every
- * abort builds a new DOMException with its stack, which costs more than the rest of the release.
- */
-const RELEASED = new Error("the call's scope closed")
 
 /** One connection pool for a provider, closed with the scope. */
 export const makeUpstreamHttp = (origin: string, timeoutMs: number): Effect.Effect<UpstreamHttp, never, Scope.Scope> =>
@@ -158,19 +95,14 @@ export const makeUpstreamHttp = (origin: string, timeoutMs: number): Effect.Effe
       (agent) => Effect.promise(() => agent.destroy().catch(() => undefined))
     ),
     (agent) => ({
-      post: (path, body, headers) =>
-        Effect.gen(function*() {
-          const controller = yield* acquirePlainRelease(
-            Effect.sync(() => new AbortController()),
-            (controller) => Effect.sync(() => controller.abort(RELEASED))
+      postStream: (path, body, headers) =>
+        Effect.flatMap(Effect.scope, (scope) => {
+          const answer = streamedAnswer(agent, { origin, path, method: "POST", headers, body: JSON.stringify(body) })
+          // On the scope as it is: no fiber refs restored around a release that only aborts (plainRelease.ts).
+          return Effect.zipRight(
+            Scope.addFinalizer(scope, Effect.sync(answer.body.release)),
+            Effect.flatMap(answer.head, (status) => (status === undefined ? Effect.succeed(answer.body) : statusFailureOf(status)))
           )
-          const response = yield* Effect.tryPromise({
-            try: () =>
-              agent.request({ origin, path, method: "POST", headers, body: JSON.stringify(body), signal: controller.signal }),
-            catch: failureOf
-          })
-          if (response.statusCode < 200 || response.statusCode >= 300) return yield* statusFailure(response)
-          return response
         }),
       postText: (path, body, headers) =>
         Effect.flatMap(
@@ -179,48 +111,3 @@ export const makeUpstreamHttp = (origin: string, timeoutMs: number): Effect.Effe
         )
     })
   )
-
-/**
- * One request read to its end through undici's handler interface: a 2xx answer's body as text,
- * else the status answer (a bounded prefix of its body read). No `Readable` body, promise or
- * abort signal per request: the chunks are kept as they come and joined once. Interrupted, the
- * request is aborted.
- */
-const wholeAnswer = (agent: Agent, options: Dispatcher.DispatchOptions) =>
-  Effect.async<string | StatusAnswer, UpstreamFailure>((resume) => {
-    let controller: Dispatcher.DispatchController | undefined
-    let interrupted = false
-    let status = 0
-    let retryAfter: string | ReadonlyArray<string> | undefined
-    const chunks: Array<Buffer> = []
-    let bytes = 0
-    agent.dispatch(options, {
-      onRequestStart: (started) => {
-        if (interrupted) started.abort(RELEASED)
-        else controller = started
-      },
-      onResponseStart: (_, statusCode, headers) => {
-        status = statusCode
-        retryAfter = headers["retry-after"]
-      },
-      onResponseData: (_, chunk) => {
-        const ok = status >= 200 && status < 300
-        if (!ok && bytes > ERROR_BODY_BYTES) return
-        chunks.push(chunk)
-        bytes += chunk.length
-      },
-      onResponseEnd: () => {
-        const text = chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks, bytes).toString("utf8")
-        resume(Effect.succeed(
-          status >= 200 && status < 300 ? text : { status, retryAfter, kind: errorTextKindOf(text.slice(0, ERROR_BODY_BYTES)) }
-        ))
-      },
-      onResponseError: (_, error) => {
-        if (!interrupted) resume(Effect.fail(failureOf(error)))
-      }
-    })
-    return Effect.sync(() => {
-      interrupted = true
-      controller?.abort(RELEASED)
-    })
-  })

@@ -56,9 +56,9 @@ const make = (provider: ProviderConfig, options: AnthropicOptions, env: Readonly
     const stream: ProviderAdapter["stream"] = (call) =>
       Effect.gen(function*() {
         const plan = yield* translated(() => planOf(call, true, options.defaultMaxTokens))
-        const response = yield* http.post(messagesPath, plan.body, sseHeaders)
+        const body = yield* http.postStream(messagesPath, plan.body, sseHeaders)
         const now = yield* nowSeconds
-        return sseStream(response.body, translator(call.upstreamModel, plan.answerTool, now), { endMarker: true })
+        return sseStream(body, translator(call.upstreamModel, plan.answerTool, now), { endMarker: true })
       })
 
     return { complete, stream } satisfies ProviderAdapter

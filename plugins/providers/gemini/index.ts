@@ -57,8 +57,7 @@ const make = (provider: ProviderConfig, options: GeminiOptions, env: Readonly<Re
     // The key goes in a header, never in the URL (URLs end up in logs).
     const { json: jsonHeaders, sse: sseHeaders } = requestHeaders(apiKey ? { "x-goog-api-key": apiKey } : {})
     const pathFor = (upstreamModel: string, method: string) => `${basePath}/${modelPathOf(upstreamModel)}:${method}`
-    const post = (path: string, body: unknown, headers: Record<string, string>) =>
-      Effect.mapError(http.post(path, body, headers), credentialFailure)
+    const postStream = (path: string, body: unknown) => Effect.mapError(http.postStream(path, body, sseHeaders), credentialFailure)
     const postText = (path: string, body: unknown) => Effect.mapError(http.postText(path, body, jsonHeaders), credentialFailure)
 
     const complete: ProviderAdapter["complete"] = (call) =>
@@ -72,8 +71,8 @@ const make = (provider: ProviderConfig, options: GeminiOptions, env: Readonly<Re
     const stream: ProviderAdapter["stream"] = (call) =>
       Effect.gen(function*() {
         const body = yield* translated(() => generateContentBody(call.request, options.safetySettings))
-        const response = yield* post(pathFor(call.upstreamModel, "streamGenerateContent?alt=sse"), body, sseHeaders)
-        return chunksOf(response.body, call.upstreamModel, yield* nowSeconds)
+        const answer = yield* postStream(pathFor(call.upstreamModel, "streamGenerateContent?alt=sse"), body)
+        return chunksOf(answer, call.upstreamModel, yield* nowSeconds)
       })
 
     const embed: NonNullable<ProviderAdapter["embed"]> = (call) =>

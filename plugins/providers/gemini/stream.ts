@@ -5,17 +5,17 @@
  * gave a finish reason (else it was cut off). Usage counts are cumulative and
  * go out in a last chunk of their own.
  */
-import type { Readable } from "node:stream"
 import { Stream } from "effect"
 import type { ChatChunk, ToolCallDelta, Usage } from "../../../services/Chat.ts"
 import type { UpstreamFailure } from "../../../services/Providers.ts"
+import type { UpstreamBody } from "../../support/answerReading.ts"
 import { Malformed, protocolFailure, recordOf } from "../../support/json.ts"
 import { type SseEvent, sseStream, type Translation } from "../../support/sse.ts"
 import { finishReasonOf, promptBlocked, rejectErrorBody, replyOf, usageOf } from "./response.ts"
 
 /** One stream's chunks; `created` is the stream's start. */
 export const chunksOf = (
-  body: Readable,
+  body: UpstreamBody,
   fallbackModel: string,
   created: number
 ): Stream.Stream<ChatChunk, UpstreamFailure> => {

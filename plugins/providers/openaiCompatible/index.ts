@@ -64,9 +64,9 @@ const make = (
 
     const stream: ProviderAdapter["stream"] = (call) =>
       Effect.gen(function*() {
-        const response = yield* http.post(chatPath, chatBody(call, true), sseHeaders)
+        const body = yield* http.postStream(chatPath, chatBody(call, true), sseHeaders)
         const now = yield* nowSeconds
-        return sseStream(response.body, translator(call.upstreamModel, now), { endMarker: true })
+        return sseStream(body, translator(call.upstreamModel, now), { endMarker: true })
       })
 
     const embed: NonNullable<ProviderAdapter["embed"]> = (call) =>

@@ -1,0 +1,139 @@
+/**
+ * Upstream answers read through undici's handler interface
+ * (plugins/support/answerReading.ts), against a real HTTP server on a
+ * loopback port: a streamed body arrives whole however it is written and
+ * however slowly it is read; a body let go of before its end is aborted, and
+ * one let go of once complete is drained so its connection is reused; a
+ * non-2xx answer is its status and what its error says.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
+import type { AddressInfo, Socket } from "node:net"
+import { setTimeout as sleep } from "node:timers/promises"
+import { Effect, Exit, Fiber } from "effect"
+import { Agent } from "undici"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { streamedAnswer, type UpstreamBody } from "../plugins/support/answerReading.ts"
+
+let server: Server
+let origin: string
+const agent = new Agent({ keepAliveTimeout: 30_000 })
+/** Every connection the server accepted, and what became of each request. */
+const sockets = new Set<Socket>()
+const closedEarly: Array<string> = []
+let handle: (request: IncomingMessage, response: ServerResponse) => void = () => {}
+
+beforeAll(async () => {
+  server = createServer((request, response) => {
+    response.on("close", () => {
+      if (!response.writableFinished) closedEarly.push(request.url ?? "")
+    })
+    handle(request, response)
+  })
+  server.on("connection", (socket) => sockets.add(socket))
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+})
+
+afterAll(async () => {
+  await agent.destroy()
+  server.closeAllConnections()
+  await new Promise((resolve) => server.close(resolve))
+})
+
+const open = (path: string) => streamedAnswer(agent, { origin, path, method: "POST", body: "{}" })
+
+/** Reads the body to its end, waiting `pauseMs` between reads; its bytes joined. */
+const readAll = (body: UpstreamBody, pauseMs = 0) =>
+  Effect.gen(function*() {
+    const parts: Array<Uint8Array> = []
+    for (;;) {
+      const bytes = yield* body.read
+      if (bytes === undefined) return Buffer.concat(parts)
+      parts.push(bytes)
+      if (pauseMs > 0) yield* Effect.sleep(pauseMs)
+    }
+  })
+
+const until = async (done: () => boolean) => {
+  for (let i = 0; i < 200 && !done(); i++) await sleep(10)
+  return done()
+}
+
+describe("a streamed upstream answer", () => {
+  it("arrives whole, in order, written in many pieces and read slowly (past the high-water mark)", async () => {
+    const piece = (i: number) => Buffer.alloc(16 * 1024, i % 251)
+    handle = (_, response) => {
+      response.writeHead(200, { "content-type": "text/event-stream" })
+      let i = 0
+      const write = () => {
+        while (i < 64) if (!response.write(piece(i++))) return void response.once("drain", write)
+        response.end()
+      }
+      write()
+    }
+    const answer = open("/whole")
+    expect(await Effect.runPromise(answer.head)).toBeUndefined()
+    const bytes = await Effect.runPromise(readAll(answer.body, 2))
+    expect(bytes.equals(Buffer.concat(Array.from({ length: 64 }, (_, i) => piece(i))))).toBe(true)
+  })
+
+  it("aborts a body let go of before its end, and drains one let go of once complete, keeping its connection", async () => {
+    handle = (request, response) => {
+      response.writeHead(200, { "content-type": "text/event-stream" })
+      response.write("data: first\n\n")
+      // The rest comes a moment later: the early release must not wait for it.
+      setTimeout(() => response.end("data: rest\n\n"), 50)
+    }
+    const cut = open("/cut")
+    await Effect.runPromise(cut.head)
+    await Effect.runPromise(cut.body.read)
+    cut.body.release()
+    expect(await until(() => closedEarly.includes("/cut"))).toBe(true)
+
+    const drained = open("/drained")
+    await Effect.runPromise(drained.head)
+    await Effect.runPromise(drained.body.read)
+    const before = sockets.size
+    drained.body.complete()
+    drained.body.release()
+    await sleep(100)
+    expect(closedEarly).not.toContain("/drained")
+    // The next request rides the drained answer's connection.
+    handle = (_, response) => response.end("ok")
+    const next = open("/next")
+    await Effect.runPromise(next.head)
+    expect((await Effect.runPromise(readAll(next.body))).toString()).toBe("ok")
+    expect(sockets.size).toBe(before)
+  })
+
+  it("is its status, Retry-After and error kind when not 2xx, with the free text left out", async () => {
+    handle = (_, response) => {
+      response.writeHead(429, { "content-type": "application/json", "retry-after": "7" })
+      response.end(JSON.stringify({ error: { type: "rate_limit_error", message: "secret detail ".repeat(5000) } }))
+    }
+    const status = await Effect.runPromise(open("/limited").head)
+    expect(status).toMatchObject({ status: 429, retryAfter: "7" })
+    expect(status?.kind).not.toContain("secret")
+  })
+
+  it("aborts the request when the wait for its head is interrupted", async () => {
+    handle = () => {}
+    const answer = open("/silent")
+    const fiber = Effect.runFork(answer.head)
+    await sleep(50)
+    expect(Exit.isInterrupted(await Effect.runPromise(Fiber.interrupt(fiber)))).toBe(true)
+    expect(await until(() => closedEarly.includes("/silent"))).toBe(true)
+  })
+
+  it("fails a body that breaks off with the transport's failure, after the bytes that came", async () => {
+    handle = (_, response) => {
+      response.writeHead(200, { "content-type": "text/event-stream" })
+      response.write("data: partial\n\n", () => setTimeout(() => response.destroy(), 20))
+    }
+    const answer = open("/broken")
+    await Effect.runPromise(answer.head)
+    expect(Buffer.from((await Effect.runPromise(answer.body.read))!).toString()).toBe("data: partial\n\n")
+    const end = await Effect.runPromise(Effect.either(answer.body.read))
+    expect(end._tag === "Left" && end.left.kind).toBe("connection")
+  })
+})
