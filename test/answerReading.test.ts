@@ -78,7 +78,7 @@ describe("a streamed upstream answer", () => {
   })
 
   it("aborts a body let go of before its end, and drains one let go of once complete, keeping its connection", async () => {
-    handle = (request, response) => {
+    handle = (_, response) => {
       response.writeHead(200, { "content-type": "text/event-stream" })
       response.write("data: first\n\n")
       // The rest comes a moment later: the early release must not wait for it.
