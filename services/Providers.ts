@@ -40,10 +40,19 @@ export class ProviderConfigError extends Data.TaggedError("ProviderConfigError")
   readonly reason: string
 }> {}
 
+/** An attempt that did not end in time (`what` ran out), as a failure. */
+export const timedOut = (what: string, ms: number) =>
+  new UpstreamFailure({ kind: "timeout", detail: `${what} (${Math.max(0, Math.round(ms))} ms)` })
+
 /** One call to an upstream: the caller's request and the upstream's name for the model. */
 export interface UpstreamCall {
   readonly request: ChatRequest
   readonly upstreamModel: string
+  /**
+   * When a whole completion's attempt must be over (epoch ms, live clock). Given only to an adapter
+   * that `keepsDeadline`, which fails with a `timeout` by then; the others are timed by their caller.
+   */
+  readonly endAt?: number
 }
 
 /** A whole completion as an upstream gave it: `usage` only when the upstream reported it (else we count). */
@@ -54,6 +63,11 @@ export interface UpstreamCompletion extends Omit<ChatCompletion, "usage"> {
 export interface ProviderAdapter {
   /** A whole completion. */
   readonly complete: (call: UpstreamCall) => Effect.Effect<UpstreamCompletion, AdapterFailure>
+  /**
+   * `complete` ends by its call's `endAt` itself (the wait on its upstream is timed where it is
+   * read), so its caller runs no fiber and timer of its own to watch it (docs/performance.md).
+   */
+  readonly keepsDeadline?: boolean
   /**
    * A streamed completion. The effect succeeds once the upstream has accepted
    * the call (so a refusal can still become an HTTP error); closing the scope

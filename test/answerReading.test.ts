@@ -4,7 +4,8 @@
  * loopback port: a streamed body arrives whole however it is written and
  * however slowly it is read; a body let go of before its end is aborted, and
  * one let go of once complete is drained so its connection is reused; a
- * non-2xx answer is its status and what its error says.
+ * non-2xx answer is its status and what its error says. A whole answer not
+ * done by its end is aborted and fails as a timeout.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import type { AddressInfo, Socket } from "node:net"
@@ -12,7 +13,7 @@ import { setTimeout as sleep } from "node:timers/promises"
 import { Effect, Exit, Fiber } from "effect"
 import { Agent } from "undici"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { streamedAnswer, type UpstreamBody } from "../plugins/support/answerReading.ts"
+import { streamedAnswer, type UpstreamBody, wholeAnswer } from "../plugins/support/answerReading.ts"
 
 let server: Server
 let origin: string
@@ -135,5 +136,24 @@ describe("a streamed upstream answer", () => {
     expect(Buffer.from((await Effect.runPromise(answer.body.read))!).toString()).toBe("data: partial\n\n")
     const end = await Effect.runPromise(Effect.either(answer.body.read))
     expect(end._tag === "Left" && end.left.kind).toBe("connection")
+  })
+})
+
+describe("a whole upstream answer", () => {
+  it("is the body's text, however it is cut", async () => {
+    handle = (_, response) => {
+      response.write("hello, ")
+      setTimeout(() => response.end("world"), 10)
+    }
+    expect(await Effect.runPromise(wholeAnswer(agent, { origin, path: "/text", method: "POST", body: "{}" }))).toBe("hello, world")
+  })
+
+  it("fails as a timeout at its end, and aborts the request", async () => {
+    handle = (_, response) => void response.write("never ends")
+    const endAt = Date.now() + 100
+    const result = await Effect.runPromise(Effect.either(wholeAnswer(agent, { origin, path: "/late", method: "POST", body: "{}" }, endAt)))
+    expect(Date.now()).toBeGreaterThanOrEqual(endAt - 5)
+    expect(result._tag === "Left" && result.left).toMatchObject({ kind: "timeout", detail: expect.stringMatching(/^the attempt ran out of time/) })
+    expect(await until(() => closedEarly.includes("/late"))).toBe(true)
   })
 })

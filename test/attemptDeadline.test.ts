@@ -6,12 +6,15 @@
  * the timeout is seen) and fails as a `timeout`; a caller that is
  * interrupted interrupts the work; and under a `TestClock` the deadline
  * follows the test's time. A stream's watchdog (`watchedPulls`) on the live
- * clock is a timer too, and its stream's release clears it.
+ * clock is a timer too, and its stream's release clears it. A whole
+ * completion (`completeWithin`) is timed by an adapter that keeps the
+ * deadline itself on the live clock, by `endingBy` otherwise.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Chunk, Clock, Deferred, Effect, Exit, Fiber, Option, Stream, TestClock } from "effect"
-import { endingBy, watchedPulls } from "../layers/upstream/deadline.ts"
-import { UpstreamFailure } from "../services/Providers.ts"
+import { completeWithin, endingBy, watchedPulls } from "../layers/upstream/deadline.ts"
+import type { ChatRequest } from "../services/Chat.ts"
+import { type ProviderAdapter, type UpstreamCall, UpstreamFailure } from "../services/Providers.ts"
 
 /**
  * Runs `effect` with `setTimeout` and `clearTimeout` watched, and gives its value with the timers it set
@@ -107,5 +110,50 @@ describe("endingBy, on the test clock", () => {
       expect(fiber.unsafePoll()).toBeNull()
       yield* TestClock.adjust(1)
       expect(failureOf(yield* Fiber.join(fiber))).toMatchObject({ kind: "timeout" })
+    }))
+})
+
+describe("completeWithin", () => {
+  /** An adapter whose completion never ends, and the calls it was given. */
+  const stuck = (keepsDeadline: boolean) => {
+    const calls: Array<UpstreamCall> = []
+    const adapter: ProviderAdapter = {
+      keepsDeadline,
+      complete: (call) => Effect.zipRight(Effect.sync(() => calls.push(call)), Effect.never),
+      stream: () => Effect.never
+    }
+    return { adapter, calls }
+  }
+  const call: UpstreamCall = { request: { model: "m", messages: [] } as unknown as ChatRequest, upstreamModel: "up" }
+
+  it.live("tells an adapter that keeps the deadline when to end, and leaves the rest to it", () =>
+    Effect.gen(function*() {
+      const { adapter, calls } = stuck(true)
+      const now = yield* Clock.currentTimeMillis
+      const fiber = yield* Effect.fork(completeWithin(adapter, call, 60_000, { deadlineAt: now + 30_000, streamIdleMs: 1_000 }))
+      yield* Effect.sleep(20)
+      expect(calls[0]?.endAt).toBeGreaterThanOrEqual(now + 30_000)
+      expect(calls[0]?.endAt).toBeLessThan(now + 31_000)
+      // Nobody else watches the time: the attempt is the adapter's to end.
+      expect(fiber.unsafePoll()).toBeNull()
+      yield* Fiber.interrupt(fiber)
+    }))
+
+  it.live("times an adapter that does not keep it, without telling it", () =>
+    Effect.gen(function*() {
+      const { adapter, calls } = stuck(false)
+      const now = yield* Clock.currentTimeMillis
+      const exit = yield* Effect.exit(completeWithin(adapter, call, 30, { deadlineAt: now + 60_000, streamIdleMs: 1_000 }))
+      expect(failureOf(exit)).toMatchObject({ kind: "timeout" })
+      expect(calls[0]?.endAt).toBeUndefined()
+    }))
+
+  it.effect("times every adapter under a test clock, one that keeps the deadline too", () =>
+    Effect.gen(function*() {
+      const { adapter, calls } = stuck(true)
+      const fiber = yield* Effect.fork(Effect.exit(completeWithin(adapter, call, 1_000, { deadlineAt: 60_000, streamIdleMs: 1_000 })))
+      yield* TestClock.adjust(1_000)
+      expect(failureOf(yield* Fiber.join(fiber))).toMatchObject({ kind: "timeout" })
+      expect(calls[0]?.endAt).toBeUndefined()
     }))
 })

@@ -9,7 +9,7 @@ import { Effect, Layer } from "effect"
 import { AppConfig } from "../../services/Config.ts"
 import { Health } from "../../services/Health.ts"
 import { Upstream } from "../../services/Upstream.ts"
-import { callDeadline, withinAttempt } from "./deadline.ts"
+import { callDeadline, completeWithin } from "./deadline.ts"
 import { firstThatAnswers } from "./failover.ts"
 import { openStream } from "./openStream.ts"
 import { cappedFor } from "./outputCap.ts"
@@ -26,8 +26,9 @@ export const UpstreamLive = Layer.effect(
       complete: (targets, request) =>
         Effect.flatMap(callDeadline(routing.deadline), (deadline) =>
           firstThatAnswers(targets, { ...policy, deadlineAt: deadline.deadlineAt }, health, ({ deployment, outputTokens }) =>
-            withinAttempt(
-              deployment.adapter.complete({ request: cappedFor(request, outputTokens), upstreamModel: deployment.upstreamModel }),
+            completeWithin(
+              deployment.adapter,
+              { request: cappedFor(request, outputTokens), upstreamModel: deployment.upstreamModel },
               deployment.provider.timeoutMs,
               deadline
             ))).pipe(stageSpan("svc.upstream", { "svc.stream": false })),

@@ -9,7 +9,7 @@
  * come from `Clock`.
  */
 import { Chunk, Clock, Effect, Exit, Fiber, Option, type Stream } from "effect"
-import { UpstreamFailure } from "../../services/Providers.ts"
+import { type AdapterFailure, type ProviderAdapter, timedOut, type UpstreamCall, type UpstreamFailure } from "../../services/Providers.ts"
 import { type Pull, pulledStream } from "../../services/pulledStream.ts"
 
 /** When the call must be over (epoch ms, `Clock`), and the stream idle limit. */
@@ -17,9 +17,6 @@ export interface CallDeadline {
   readonly deadlineAt: number
   readonly streamIdleMs: number
 }
-
-export const timedOut = (what: string, ms: number) =>
-  new UpstreamFailure({ kind: "timeout", detail: `${what} (${Math.max(0, Math.round(ms))} ms)` })
 
 /** The call's deadline, starting now. */
 export const callDeadline = (settings: { readonly callMs: number; readonly streamIdleMs: number }) =>
@@ -73,6 +70,25 @@ export const endingBy = <A, E, R>(effect: Effect.Effect<A, E, R>, endAt: number)
 /** A whole attempt (an answer read to its end) within `timeoutMs` and the call's deadline. */
 export const withinAttempt = <A, E, R>(effect: Effect.Effect<A, E, R>, timeoutMs: number, deadline: CallDeadline) =>
   Effect.flatMap(attemptEnd(timeoutMs, deadline), (endAt) => endingBy(effect, endAt))
+
+/**
+ * A whole completion within `timeoutMs` and the call's deadline. An adapter that keeps the deadline
+ * itself is told when to end (on the live clock): no fiber and no second timer per attempt, which
+ * cost a JSON call ~7% of its rate (docs/performance.md). Others, and every adapter under a
+ * `TestClock`, are timed by `endingBy`.
+ */
+export const completeWithin = (
+  adapter: ProviderAdapter,
+  call: UpstreamCall,
+  timeoutMs: number,
+  deadline: CallDeadline
+): Effect.Effect<Effect.Effect.Success<ReturnType<ProviderAdapter["complete"]>>, AdapterFailure> =>
+  Effect.flatMap(Effect.clock, (clock) => {
+    const endAt = Math.min(clock.unsafeCurrentTimeMillis() + timeoutMs, deadline.deadlineAt)
+    return adapter.keepsDeadline === true && clock === liveClock
+      ? adapter.complete({ ...call, endAt })
+      : endingBy(adapter.complete(call), endAt)
+  })
 
 /**
  * A stream's pulls, opened by `open` (the upstream request sent, its pull made) before the first,

@@ -8,7 +8,7 @@
  */
 import { Effect } from "effect"
 import type { Agent, Dispatcher } from "undici"
-import { UpstreamFailure } from "../../services/Providers.ts"
+import { timedOut, UpstreamFailure } from "../../services/Providers.ts"
 import { errorKindOf, isRecord } from "./json.ts"
 
 const timeoutCodes = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT", "UND_ERR_CONNECT_TIMEOUT", "ETIMEDOUT"])
@@ -63,43 +63,62 @@ const errorBody = () => {
   }
 }
 
-/** One request read to its end: a 2xx answer's body as text, else the status answer. */
-export const wholeAnswer = (agent: Agent, options: Dispatcher.DispatchOptions) =>
-  Effect.async<string | StatusAnswer, UpstreamFailure>((resume) => {
-    let controller: Dispatcher.DispatchController | undefined
-    let interrupted = false
-    let status = 0
-    let retryAfter: string | ReadonlyArray<string> | undefined
-    const body = errorBody()
-    const chunks: Array<Buffer> = []
-    let bytes = 0
-    agent.dispatch(options, {
-      onRequestStart: (started) => {
-        if (interrupted) started.abort(RELEASED)
-        else controller = started
-      },
-      onResponseStart: (_, statusCode, headers) => {
-        status = statusCode
-        retryAfter = headers["retry-after"]
-      },
-      onResponseData: (_, chunk) => {
-        if (!isOk(status)) return body.add(chunk)
-        chunks.push(chunk)
-        bytes += chunk.length
-      },
-      onResponseEnd: () => {
-        if (!isOk(status)) return resume(Effect.succeed({ status, retryAfter, kind: errorTextKindOf(body.text()) }))
-        resume(Effect.succeed(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks, bytes).toString("utf8")))
-      },
-      onResponseError: (_, error) => {
-        if (!interrupted) resume(Effect.fail(failureOf(error)))
+/** Longer than a JavaScript timer can wait: no timer at all. */
+const LONGEST_TIMER_MS = 2 ** 31 - 1
+
+/**
+ * One request read to its end: a 2xx answer's body as text, else the status answer. Given `endAt`
+ * (epoch ms, `Clock`), a request not answered whole by then is aborted and fails as a `timeout`.
+ */
+export const wholeAnswer = (agent: Agent, options: Dispatcher.DispatchOptions, endAt?: number) =>
+  Effect.clockWith((clock) =>
+    Effect.async<string | StatusAnswer, UpstreamFailure>((resume) => {
+      let controller: Dispatcher.DispatchController | undefined
+      let stopped = false
+      let status = 0
+      let retryAfter: string | ReadonlyArray<string> | undefined
+      const body = errorBody()
+      const chunks: Array<Buffer> = []
+      let bytes = 0
+      const ms = endAt === undefined ? Infinity : Math.max(0, endAt - clock.unsafeCurrentTimeMillis())
+      const timer = ms > LONGEST_TIMER_MS ? undefined : setTimeout(() => {
+        stopped = true
+        controller?.abort(RELEASED)
+        resume(Effect.fail(timedOut("the attempt ran out of time", ms)))
+      }, ms)
+      const end = (answer: Effect.Effect<string | StatusAnswer, UpstreamFailure>) => {
+        if (stopped) return
+        stopped = true
+        clearTimeout(timer)
+        resume(answer)
       }
+      agent.dispatch(options, {
+        onRequestStart: (started) => {
+          if (stopped) started.abort(RELEASED)
+          else controller = started
+        },
+        onResponseStart: (_, statusCode, headers) => {
+          status = statusCode
+          retryAfter = headers["retry-after"]
+        },
+        onResponseData: (_, chunk) => {
+          if (!isOk(status)) return body.add(chunk)
+          chunks.push(chunk)
+          bytes += chunk.length
+        },
+        onResponseEnd: () => {
+          if (!isOk(status)) return end(Effect.succeed({ status, retryAfter, kind: errorTextKindOf(body.text()) }))
+          end(Effect.succeed(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks, bytes).toString("utf8")))
+        },
+        onResponseError: (_, error) => end(Effect.fail(failureOf(error)))
+      })
+      return Effect.sync(() => {
+        stopped = true
+        clearTimeout(timer)
+        controller?.abort(RELEASED)
+      })
     })
-    return Effect.sync(() => {
-      interrupted = true
-      controller?.abort(RELEASED)
-    })
-  })
+  )
 
 /** A streamed answer's body, read on demand. */
 export interface UpstreamBody {

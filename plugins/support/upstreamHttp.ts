@@ -73,10 +73,16 @@ export interface UpstreamHttp {
     headers: Record<string, string>
   ) => Effect.Effect<UpstreamBody, UpstreamFailure, Scope.Scope>
   /**
-   * POSTs JSON and reads the whole 2xx answer as text; fails as `postStream` does. Interrupted, it
-   * aborts the request. No scope: one handler from request to body.
+   * POSTs JSON and reads the whole 2xx answer as text; fails as `postStream` does, and as a
+   * `timeout` if not done by `endAt` (epoch ms, `Clock`). Interrupted, it aborts the request. No
+   * scope: one handler from request to body.
    */
-  readonly postText: (path: string, body: unknown, headers: Record<string, string>) => Effect.Effect<string, UpstreamFailure>
+  readonly postText: (
+    path: string,
+    body: unknown,
+    headers: Record<string, string>,
+    endAt?: number
+  ) => Effect.Effect<string, UpstreamFailure>
 }
 
 /** One connection pool for a provider, closed with the scope. */
@@ -104,9 +110,9 @@ export const makeUpstreamHttp = (origin: string, timeoutMs: number): Effect.Effe
             Effect.flatMap(answer.head, (status) => (status === undefined ? Effect.succeed(answer.body) : statusFailureOf(status)))
           )
         }),
-      postText: (path, body, headers) =>
+      postText: (path, body, headers, endAt) =>
         Effect.flatMap(
-          wholeAnswer(agent, { origin, path, method: "POST", headers, body: JSON.stringify(body) }),
+          wholeAnswer(agent, { origin, path, method: "POST", headers, body: JSON.stringify(body) }, endAt),
           (answer) => (typeof answer === "string" ? Effect.succeed(answer) : statusFailureOf(answer))
         )
     })

@@ -45,7 +45,7 @@ const make = (provider: ProviderConfig, options: AnthropicOptions, env: Readonly
     const complete: ProviderAdapter["complete"] = (call) =>
       Effect.gen(function*() {
         const plan = yield* translated(() => planOf(call, false, options.defaultMaxTokens))
-        const text = yield* http.postText(messagesPath, plan.body, jsonHeaders)
+        const text = yield* http.postText(messagesPath, plan.body, jsonHeaders, call.endAt)
         const now = yield* nowSeconds
         return yield* Effect.try({
           try: () => completionOf(JSON.parse(text), call.upstreamModel, plan.answerTool, now),
@@ -61,7 +61,7 @@ const make = (provider: ProviderConfig, options: AnthropicOptions, env: Readonly
         return sseStream(body, translator(call.upstreamModel, plan.answerTool, now), { endMarker: true })
       })
 
-    return { complete, stream } satisfies ProviderAdapter
+    return { complete, keepsDeadline: true, stream } satisfies ProviderAdapter
   })
 
 export const plugin: ProviderPlugin<AnthropicOptions> = { id: "anthropic", options: AnthropicOptions, make }

@@ -58,12 +58,13 @@ const make = (provider: ProviderConfig, options: GeminiOptions, env: Readonly<Re
     const { json: jsonHeaders, sse: sseHeaders } = requestHeaders(apiKey ? { "x-goog-api-key": apiKey } : {})
     const pathFor = (upstreamModel: string, method: string) => `${basePath}/${modelPathOf(upstreamModel)}:${method}`
     const postStream = (path: string, body: unknown) => Effect.mapError(http.postStream(path, body, sseHeaders), credentialFailure)
-    const postText = (path: string, body: unknown) => Effect.mapError(http.postText(path, body, jsonHeaders), credentialFailure)
+    const postText = (path: string, body: unknown, endAt?: number) =>
+      Effect.mapError(http.postText(path, body, jsonHeaders, endAt), credentialFailure)
 
     const complete: ProviderAdapter["complete"] = (call) =>
       Effect.gen(function*() {
         const body = yield* translated(() => generateContentBody(call.request, options.safetySettings))
-        const text = yield* postText(pathFor(call.upstreamModel, "generateContent"), body)
+        const text = yield* postText(pathFor(call.upstreamModel, "generateContent"), body, call.endAt)
         const now = yield* nowSeconds
         return yield* Effect.try({ try: () => completionOf(JSON.parse(text), call.upstreamModel, now), catch: protocolFailureOf })
       })
@@ -81,7 +82,7 @@ const make = (provider: ProviderConfig, options: GeminiOptions, env: Readonly<Re
         return yield* Effect.try({ try: () => embeddingsOf(JSON.parse(text), call.input), catch: protocolFailureOf })
       })
 
-    return { complete, stream, embed } satisfies ProviderAdapter
+    return { complete, keepsDeadline: true, stream, embed } satisfies ProviderAdapter
   })
 
 export const plugin: ProviderPlugin<GeminiOptions> = { id: "gemini", options: GeminiOptions, make }

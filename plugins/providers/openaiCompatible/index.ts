@@ -57,7 +57,7 @@ const make = (
 
     const complete: ProviderAdapter["complete"] = (call) =>
       Effect.gen(function*() {
-        const text = yield* http.postText(chatPath, chatBody(call, false), jsonHeaders)
+        const text = yield* http.postText(chatPath, chatBody(call, false), jsonHeaders, call.endAt)
         const now = yield* nowSeconds
         return yield* Effect.try({ try: () => completionOf(JSON.parse(text), call.upstreamModel, now), catch: protocolFailureOf })
       })
@@ -75,7 +75,7 @@ const make = (
         return yield* Effect.try({ try: () => embeddingsOf(JSON.parse(text), call.input.length), catch: protocolFailureOf })
       })
 
-    return { complete, stream, embed } satisfies ProviderAdapter
+    return { complete, keepsDeadline: true, stream, embed } satisfies ProviderAdapter
   })
 
 export const plugin: ProviderPlugin<OpenAiCompatibleOptions> = { id: "openai-compatible", options: OpenAiCompatibleOptions, make }
