@@ -44,15 +44,21 @@ export class ProviderConfigError extends Data.TaggedError("ProviderConfigError")
 export const timedOut = (what: string, ms: number) =>
   new UpstreamFailure({ kind: "timeout", detail: `${what} (${Math.max(0, Math.round(ms))} ms)` })
 
+/**
+ * When an attempt must be over (epoch ms, live clock), and how long a stream may wait for its next
+ * content once some came. Only time spent waiting on the upstream counts; keep-alives are not content.
+ */
+export interface AttemptDeadline {
+  readonly endAt: number
+  readonly streamIdleMs: number
+}
+
 /** One call to an upstream: the caller's request and the upstream's name for the model. */
 export interface UpstreamCall {
   readonly request: ChatRequest
   readonly upstreamModel: string
-  /**
-   * When a whole completion's attempt must be over (epoch ms, live clock). Given only to an adapter
-   * that `keepsDeadline`, which fails with a `timeout` by then; the others are timed by their caller.
-   */
-  readonly endAt?: number
+  /** Given only to an adapter that `keepsDeadline`, which fails with a `timeout` past it; the others are timed by their caller. */
+  readonly deadline?: AttemptDeadline
 }
 
 /** A whole completion as an upstream gave it: `usage` only when the upstream reported it (else we count). */
@@ -64,8 +70,10 @@ export interface ProviderAdapter {
   /** A whole completion. */
   readonly complete: (call: UpstreamCall) => Effect.Effect<UpstreamCompletion, AdapterFailure>
   /**
-   * `complete` ends by its call's `endAt` itself (the wait on its upstream is timed where it is
-   * read), so its caller runs no fiber and timer of its own to watch it (docs/performance.md).
+   * The adapter keeps its call's `deadline` itself, timing its waits on the upstream where it reads
+   * them: a whole completion ends by `endAt`; a stream's opening and its wait for first content by
+   * `endAt`, each later wait for content within `streamIdleMs` too. Its caller then runs no fiber
+   * or watchdog of its own (docs/performance.md).
    */
   readonly keepsDeadline?: boolean
   /**

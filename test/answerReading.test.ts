@@ -4,8 +4,9 @@
  * loopback port: a streamed body arrives whole however it is written and
  * however slowly it is read; a body let go of before its end is aborted, and
  * one let go of once complete is drained so its connection is reused; a
- * non-2xx answer is its status and what its error says. A whole answer not
- * done by its end is aborted and fails as a timeout.
+ * non-2xx answer is its status and what its error says. A head or a whole
+ * answer not come by the attempt's end, and a read past its limit, fail as
+ * timeouts (the request let go of).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import type { AddressInfo, Socket } from "node:net"
@@ -13,7 +14,9 @@ import { setTimeout as sleep } from "node:timers/promises"
 import { Effect, Exit, Fiber } from "effect"
 import { Agent } from "undici"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { streamedAnswer, type UpstreamBody, wholeAnswer } from "../plugins/support/answerReading.ts"
+import { UpstreamFailure } from "../services/Providers.ts"
+import { wholeAnswer } from "../plugins/support/answerReading.ts"
+import { streamedAnswer, type UpstreamBody } from "../plugins/support/streamedAnswer.ts"
 
 let server: Server
 let origin: string
@@ -41,14 +44,14 @@ afterAll(async () => {
   await new Promise((resolve) => server.close(resolve))
 })
 
-const open = (path: string) => streamedAnswer(agent, { origin, path, method: "POST", body: "{}" })
+const open = (path: string, endAt?: number) => streamedAnswer(agent, { origin, path, method: "POST", body: "{}" }, Effect.runSync(Effect.clock), endAt)
 
 /** Reads the body to its end, waiting `pauseMs` between reads; its bytes joined. */
 const readAll = (body: UpstreamBody, pauseMs = 0) =>
   Effect.gen(function*() {
     const parts: Array<Uint8Array> = []
     for (;;) {
-      const bytes = yield* body.read
+      const bytes = yield* body.read()
       if (bytes === undefined) return Buffer.concat(parts)
       parts.push(bytes)
       if (pauseMs > 0) yield* Effect.sleep(pauseMs)
@@ -87,13 +90,13 @@ describe("a streamed upstream answer", () => {
     }
     const cut = open("/cut")
     await Effect.runPromise(cut.head)
-    await Effect.runPromise(cut.body.read)
+    await Effect.runPromise(cut.body.read())
     cut.body.release()
     expect(await until(() => closedEarly.includes("/cut"))).toBe(true)
 
     const drained = open("/drained")
     await Effect.runPromise(drained.head)
-    await Effect.runPromise(drained.body.read)
+    await Effect.runPromise(drained.body.read())
     const before = sockets.size
     drained.body.complete()
     drained.body.release()
@@ -133,9 +136,37 @@ describe("a streamed upstream answer", () => {
     }
     const answer = open("/broken")
     await Effect.runPromise(answer.head)
-    expect(Buffer.from((await Effect.runPromise(answer.body.read))!).toString()).toBe("data: partial\n\n")
-    const end = await Effect.runPromise(Effect.either(answer.body.read))
+    expect(Buffer.from((await Effect.runPromise(answer.body.read()))!).toString()).toBe("data: partial\n\n")
+    const end = await Effect.runPromise(Effect.either(answer.body.read()))
     expect(end._tag === "Left" && end.left.kind).toBe("connection")
+  })
+})
+
+describe("a streamed upstream answer's waits", () => {
+  it("fail as a timeout when the head has not come by the attempt's end, and let go of the request", async () => {
+    handle = () => {}
+    const endAt = Date.now() + 100
+    const result = await Effect.runPromise(Effect.either(open("/no-head", endAt).head))
+    expect(Date.now()).toBeGreaterThanOrEqual(endAt - 5)
+    expect(result._tag === "Left" && result.left).toMatchObject({ kind: "timeout", detail: expect.stringMatching(/^the attempt ran out of time/) })
+    expect(await until(() => closedEarly.includes("/no-head"))).toBe(true)
+  })
+
+  it("fail with the reader's failure past its limit, and only when nothing came", async () => {
+    handle = (_, response) => {
+      response.writeHead(200, { "content-type": "text/event-stream" })
+      response.write("data: first\n\n")
+    }
+    const answer = open("/quiet")
+    await Effect.runPromise(answer.head)
+    const limit = (ms: number) => ({ at: Date.now() + ms, expired: () => new UpstreamFailure({ kind: "timeout", detail: "quiet" }) })
+    // Bytes already there are read at once, whatever the limit.
+    expect(Buffer.from((await Effect.runPromise(answer.body.read(limit(0))))!).toString()).toBe("data: first\n\n")
+    const started = Date.now()
+    const result = await Effect.runPromise(Effect.either(answer.body.read(limit(80))))
+    expect(Date.now() - started).toBeGreaterThanOrEqual(75)
+    expect(result._tag === "Left" && result.left.detail).toBe("quiet")
+    answer.body.release()
   })
 })
 

@@ -132,8 +132,8 @@ describe("completeWithin", () => {
       const now = yield* Clock.currentTimeMillis
       const fiber = yield* Effect.fork(completeWithin(adapter, call, 60_000, { deadlineAt: now + 30_000, streamIdleMs: 1_000 }))
       yield* Effect.sleep(20)
-      expect(calls[0]?.endAt).toBeGreaterThanOrEqual(now + 30_000)
-      expect(calls[0]?.endAt).toBeLessThan(now + 31_000)
+      expect(calls[0]?.deadline?.endAt).toBeGreaterThanOrEqual(now + 30_000)
+      expect(calls[0]?.deadline?.endAt).toBeLessThan(now + 31_000)
       // Nobody else watches the time: the attempt is the adapter's to end.
       expect(fiber.unsafePoll()).toBeNull()
       yield* Fiber.interrupt(fiber)
@@ -145,7 +145,7 @@ describe("completeWithin", () => {
       const now = yield* Clock.currentTimeMillis
       const exit = yield* Effect.exit(completeWithin(adapter, call, 30, { deadlineAt: now + 60_000, streamIdleMs: 1_000 }))
       expect(failureOf(exit)).toMatchObject({ kind: "timeout" })
-      expect(calls[0]?.endAt).toBeUndefined()
+      expect(calls[0]?.deadline?.endAt).toBeUndefined()
     }))
 
   it.effect("times every adapter under a test clock, one that keeps the deadline too", () =>
@@ -154,6 +154,6 @@ describe("completeWithin", () => {
       const fiber = yield* Effect.fork(Effect.exit(completeWithin(adapter, call, 1_000, { deadlineAt: 60_000, streamIdleMs: 1_000 })))
       yield* TestClock.adjust(1_000)
       expect(failureOf(yield* Fiber.join(fiber))).toMatchObject({ kind: "timeout" })
-      expect(calls[0]?.endAt).toBeUndefined()
+      expect(calls[0]?.deadline?.endAt).toBeUndefined()
     }))
 })

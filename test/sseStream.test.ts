@@ -6,8 +6,8 @@
  */
 import { Effect, Either, Stream } from "effect"
 import { describe, expect, it } from "vitest"
-import type { UpstreamBody } from "../plugins/support/answerReading.ts"
 import { type SseEvent, sseStream, type Translation } from "../plugins/support/sse.ts"
+import type { UpstreamBody } from "../plugins/support/streamedAnswer.ts"
 
 const translate = (event: SseEvent): Translation<string> =>
   event.data === "[DONE]" ? { out: [], done: true } : { out: [`${event.event}:${event.data}`], done: false }
@@ -16,7 +16,8 @@ const translate = (event: SseEvent): Translation<string> =>
 const bodyOf = (parts: ReadonlyArray<string | Buffer>): UpstreamBody => {
   let next = 0
   return {
-    read: Effect.sync(() => (next < parts.length ? Buffer.from(parts[next++]!) : undefined)),
+    read: () => Effect.sync(() => (next < parts.length ? Buffer.from(parts[next++]!) : undefined)),
+    now: () => Date.now(),
     complete: () => {},
     release: () => {}
   }

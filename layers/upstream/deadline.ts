@@ -8,9 +8,10 @@
  * and the caller's 504 / SSE error frame follow as for any timeout. Times
  * come from `Clock`.
  */
-import { Chunk, Clock, Effect, Exit, Fiber, Option, type Stream } from "effect"
+import { Chunk, Clock, Effect, Exit, Fiber, Option, Scope, type Stream } from "effect"
+import type { ChatChunk } from "../../services/Chat.ts"
 import { type AdapterFailure, type ProviderAdapter, timedOut, type UpstreamCall, type UpstreamFailure } from "../../services/Providers.ts"
-import { type Pull, pulledStream } from "../../services/pulledStream.ts"
+import { type Pull, pulledStream, pullOf } from "../../services/pulledStream.ts"
 
 /** When the call must be over (epoch ms, `Clock`), and the stream idle limit. */
 export interface CallDeadline {
@@ -71,11 +72,13 @@ export const endingBy = <A, E, R>(effect: Effect.Effect<A, E, R>, endAt: number)
 export const withinAttempt = <A, E, R>(effect: Effect.Effect<A, E, R>, timeoutMs: number, deadline: CallDeadline) =>
   Effect.flatMap(attemptEnd(timeoutMs, deadline), (endAt) => endingBy(effect, endAt))
 
+/** Whether `adapter` keeps its calls' deadlines itself here: only on the live clock (under a `TestClock`, tests drive the time). */
+const keptBy = (adapter: ProviderAdapter, clock: Clock.Clock) => adapter.keepsDeadline === true && clock === liveClock
+
 /**
  * A whole completion within `timeoutMs` and the call's deadline. An adapter that keeps the deadline
- * itself is told when to end (on the live clock): no fiber and no second timer per attempt, which
- * cost a JSON call ~7% of its rate (docs/performance.md). Others, and every adapter under a
- * `TestClock`, are timed by `endingBy`.
+ * itself is told when to end: no fiber and no second timer per attempt (docs/performance.md).
+ * Others are timed by `endingBy`.
  */
 export const completeWithin = (
   adapter: ProviderAdapter,
@@ -85,10 +88,28 @@ export const completeWithin = (
 ): Effect.Effect<Effect.Effect.Success<ReturnType<ProviderAdapter["complete"]>>, AdapterFailure> =>
   Effect.flatMap(Effect.clock, (clock) => {
     const endAt = Math.min(clock.unsafeCurrentTimeMillis() + timeoutMs, deadline.deadlineAt)
-    return adapter.keepsDeadline === true && clock === liveClock
-      ? adapter.complete({ ...call, endAt })
+    return keptBy(adapter, clock)
+      ? adapter.complete({ ...call, deadline: { endAt, streamIdleMs: deadline.streamIdleMs } })
       : endingBy(adapter.complete(call), endAt)
   })
+
+/**
+ * A stream opened in `scope` whose opening and pulls end by `endAt` and within the idle limit. An
+ * adapter that keeps the deadline opens it at once and times its own waits: no reader fiber and
+ * no hand-off per pull, which cost a streamed call a fifth of its CPU (docs/performance.md).
+ * Others are opened by the first pull of `watchedPulls`.
+ */
+export const streamWithin = (
+  adapter: ProviderAdapter,
+  call: UpstreamCall,
+  scope: Scope.Scope,
+  endAt: number,
+  idleMs: number
+): Effect.Effect<Stream.Stream<ChatChunk, AdapterFailure>, AdapterFailure> =>
+  Effect.flatMap(Effect.clock, (clock) =>
+    keptBy(adapter, clock)
+      ? Scope.extend(adapter.stream({ ...call, deadline: { endAt, streamIdleMs: idleMs } }), scope)
+      : Effect.succeed(watchedPulls(Scope.extend(Effect.flatMap(adapter.stream(call), pullOf), scope), endAt, idleMs)))
 
 /**
  * A stream's pulls, opened by `open` (the upstream request sent, its pull made) before the first,

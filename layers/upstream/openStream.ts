@@ -3,16 +3,17 @@
  * forked from the call's, counts as answered once a chunk with content came
  * (an empty pull — a keep-alive — is not an answer). A route that fails before
  * that has its scope closed (its upstream request aborted), so the next can be tried.
- * Deadlines (deadline.ts): one watchdog for the whole stream, whose reader
- * also opens it, so the opening and the wait for the first content end by the
- * attempt's end, and every later pull within the idle limit too.
+ * Deadlines (deadline.ts `streamWithin`): the opening and the wait for the
+ * first content end by the attempt's end, and every later pull within the
+ * idle limit too — timed by the adapter itself when it keeps the deadline,
+ * else by one watchdog for the whole stream, whose reader also opens it.
  */
 import { type Chunk, Effect, ExecutionStrategy, Exit, Option, Scope } from "effect"
 import type { ChatChunk, ChatRequest } from "../../services/Chat.ts"
 import type { UpstreamFailure } from "../../services/Providers.ts"
-import { originOf, type Pull, pulledStream, pullOf } from "../../services/pulledStream.ts"
+import { originOf, type Pull, pulledStream } from "../../services/pulledStream.ts"
 import type { Target } from "../../services/RoutePlanner.ts"
-import { attemptEnd, type CallDeadline, watchedPulls } from "./deadline.ts"
+import { attemptEnd, type CallDeadline, streamWithin } from "./deadline.ts"
 
 type Result = Exit.Exit<Chunk.Chunk<ChatChunk>, Option.Option<never>>
 
@@ -30,12 +31,16 @@ export const openStream = (request: ChatRequest, parent: Scope.Scope, deadline: 
   Effect.flatMap(Scope.fork(parent, ExecutionStrategy.sequential), (scope) =>
     Effect.gen(function*() {
       const endAt = yield* attemptEnd(deployment.provider.timeoutMs, deadline)
-      // Opened by the watchdog's reader, in this route's scope: the wait for the first content is watched like any other.
-      const opening = Scope.extend(
-        Effect.flatMap(deployment.adapter.stream({ request, upstreamModel: deployment.upstreamModel }), pullOf),
-        scope
+      // In this route's scope; the wait for the first content is timed like any other.
+      const watched = originOf(
+        yield* streamWithin(
+          deployment.adapter,
+          { request, upstreamModel: deployment.upstreamModel },
+          scope,
+          endAt,
+          deadline.streamIdleMs
+        )
       )
-      const watched = originOf(watchedPulls(opening, endAt, deadline.streamIdleMs))
       // However the call ends, even if the stream is never read: the reader and watchdog stop.
       yield* Scope.addFinalizer(scope, watched.release)
       // The route answered once a chunk with content came, or the stream ended without any.

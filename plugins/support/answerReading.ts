@@ -1,10 +1,11 @@
 /**
  * Upstream answers read through undici's handler interface (`agent.dispatch`):
- * a whole answer as text, or a streamed one as bytes on demand. No
- * `Readable` body, async iterator, promise or abort signal per request or per
- * read (docs/performance.md): the chunks are kept as undici hands them over.
- * A non-2xx answer is read only as far as telling what its error says.
- * Interrupted, or released before its end, a request is aborted.
+ * a whole answer as text here, a streamed one as bytes on demand in
+ * streamedAnswer.ts. No `Readable` body, async iterator, promise or abort
+ * signal per request or per read (docs/performance.md): the chunks are kept
+ * as undici hands them over. A non-2xx answer is read only as far as telling
+ * what its error says. Interrupted, or let go of before its end, a request is
+ * aborted.
  */
 import { Effect } from "effect"
 import type { Agent, Dispatcher } from "undici"
@@ -24,7 +25,7 @@ export const failureOf = (error: unknown): UpstreamFailure => {
 const ERROR_BODY_BYTES = 16_384
 
 /** What an error body's text says, without its free text (see `errorKindOf`); never fails. */
-const errorTextKindOf = (text: string): string => {
+export const errorTextKindOf = (text: string): string => {
   try {
     const json = JSON.parse(text)
     return errorKindOf(isRecord(json) && isRecord(json.error) ? json.error : json)
@@ -45,12 +46,12 @@ export interface StatusAnswer {
  * Why a request is aborted when its call lets go of it. Given once: without a reason, every abort
  * builds a new DOMException with its stack, which costs more than the rest of the release.
  */
-const RELEASED = new Error("the call let go of the upstream request")
+export const RELEASED = new Error("the call let go of the upstream request")
 
-const isOk = (status: number) => status >= 200 && status < 300
+export const isOk = (status: number) => status >= 200 && status < 300
 
 /** What a non-2xx answer's body had come to: a bounded prefix, kept until it ends. */
-const errorBody = () => {
+export const errorBody = () => {
   const chunks: Array<Buffer> = []
   let bytes = 0
   return {
@@ -64,7 +65,7 @@ const errorBody = () => {
 }
 
 /** Longer than a JavaScript timer can wait: no timer at all. */
-const LONGEST_TIMER_MS = 2 ** 31 - 1
+export const LONGEST_TIMER_MS = 2 ** 31 - 1
 
 /**
  * One request read to its end: a 2xx answer's body as text, else the status answer. Given `endAt`
@@ -119,143 +120,3 @@ export const wholeAnswer = (agent: Agent, options: Dispatcher.DispatchOptions, e
       })
     })
   )
-
-/** A streamed answer's body, read on demand. */
-export interface UpstreamBody {
-  /** The bytes that came since the last read, waiting for some if none did; `undefined` once the body ended. One read at a time. */
-  readonly read: Effect.Effect<Uint8Array | undefined, UpstreamFailure>
-  /** The answer is complete (the upstream said so): what is left of the body is drained when it is released, not cut off. */
-  readonly complete: () => void
-  /**
-   * Lets go of the request (again does nothing): a body not ended is aborted at once, or, once
-   * complete, given `DRAIN_AFTER_COMPLETE_MS` to end first so its connection stays reusable.
-   */
-  readonly release: () => void
-}
-
-/** Bytes kept unread before the upstream's socket is paused. */
-const HIGH_WATER_BYTES = 64 * 1024
-
-/** How long a complete answer's body may take to end after it is released. */
-const DRAIN_AFTER_COMPLETE_MS = 250
-
-type Read = Effect.Effect<Uint8Array | undefined, UpstreamFailure>
-
-/**
- * One request, sent at once, whose 2xx answer is read as it streams in: `head` ends when the
- * answer's head came (with the status answer instead for a non-2xx one), then `body` reads it.
- */
-export const streamedAnswer = (agent: Agent, options: Dispatcher.DispatchOptions) => {
-  let controller: Dispatcher.DispatchController | undefined
-  let status = 0
-  let retryAfter: string | ReadonlyArray<string> | undefined
-  const errorText = errorBody()
-  /** Resumes the wait for the head; set while it waits. */
-  let waitingHead: ((head: Effect.Effect<StatusAnswer | undefined, UpstreamFailure>) => void) | undefined
-  /** How the head came, if it came before anyone waited. */
-  let head: Effect.Effect<StatusAnswer | undefined, UpstreamFailure> | undefined
-  /** The answer is 2xx: what happens next is told through `read`. */
-  let streaming = false
-  let chunks: Array<Buffer> = []
-  let bytes = 0
-  let ended = false
-  let failure: UpstreamFailure | undefined
-  let completed = false
-  let released = false
-  /** Resumes the read waiting for bytes; set while it waits. */
-  let waiting: ((read: Read) => void) | undefined
-
-  const headCame = (came: Effect.Effect<StatusAnswer | undefined, UpstreamFailure>) => {
-    if (waitingHead === undefined) return void (head = came)
-    const resume = waitingHead
-    waitingHead = undefined
-    resume(came)
-  }
-  const statusAnswer = () => headCame(Effect.succeed({ status, retryAfter, kind: errorTextKindOf(errorText.text()) }))
-  /** What a read gets now, or undefined if it must wait. Bytes that came go before a failure or the end. */
-  const taken = (): Read | undefined => {
-    if (chunks.length > 0) {
-      const out = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes)
-      chunks = []
-      bytes = 0
-      if (controller?.paused) controller.resume()
-      return Effect.succeed(out)
-    }
-    if (failure !== undefined) return Effect.fail(failure)
-    return ended ? Effect.succeed(undefined) : undefined
-  }
-  const wake = () => {
-    if (waiting === undefined) return
-    const resume = waiting
-    waiting = undefined
-    resume(taken()!)
-  }
-  const abort = () => {
-    if (!ended) controller?.abort(RELEASED)
-  }
-  const body: UpstreamBody = {
-    read: Effect.suspend(() =>
-      taken() ?? Effect.async<Uint8Array | undefined, UpstreamFailure>((resume) => {
-        waiting = resume
-        return Effect.sync(() => void (waiting = undefined))
-      })
-    ),
-    complete: () => void (completed = true),
-    release: () => {
-      if (released) return
-      released = true
-      chunks = []
-      if (!completed || ended) return abort()
-      if (controller?.paused) controller.resume()
-      setTimeout(abort, DRAIN_AFTER_COMPLETE_MS).unref()
-    }
-  }
-
-  agent.dispatch(options, {
-    onRequestStart: (started) => {
-      if (released) started.abort(RELEASED)
-      else controller = started
-    },
-    onResponseStart: (_, statusCode, headers) => {
-      status = statusCode
-      retryAfter = headers["retry-after"]
-      if (!isOk(status)) return
-      streaming = true
-      headCame(Effect.succeed(undefined))
-    },
-    onResponseData: (started, chunk) => {
-      if (!streaming) return errorText.add(chunk)
-      if (released) return
-      chunks.push(chunk)
-      bytes += chunk.length
-      if (bytes >= HIGH_WATER_BYTES) started.pause()
-      wake()
-    },
-    onResponseEnd: () => {
-      ended = true
-      if (!streaming) return statusAnswer()
-      wake()
-    },
-    onResponseError: (_, error) => {
-      if (released) return
-      // An error body that broke off still has its status.
-      if (!streaming) return status !== 0 ? statusAnswer() : headCame(Effect.fail(failureOf(error)))
-      failure = failureOf(error)
-      wake()
-    }
-  })
-
-  return {
-    body,
-    /** Waits for the answer's head: nothing for a 2xx answer, else its status answer. Interrupted, it releases the body. */
-    head: Effect.suspend(() =>
-      head ?? Effect.async<StatusAnswer | undefined, UpstreamFailure>((resume) => {
-        waitingHead = resume
-        return Effect.sync(() => {
-          waitingHead = undefined
-          body.release()
-        })
-      })
-    )
-  }
-}

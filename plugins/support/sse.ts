@@ -17,10 +17,10 @@
  */
 import { createParser } from "eventsource-parser"
 import { Chunk, Effect, Option, type Stream } from "effect"
-import type { UpstreamFailure } from "../../services/Providers.ts"
-import { pulledStream } from "../../services/pulledStream.ts"
-import type { UpstreamBody } from "./answerReading.ts"
+import { type AttemptDeadline, timedOut, type UpstreamFailure } from "../../services/Providers.ts"
+import { type Pull as PullOf, pulledStream } from "../../services/pulledStream.ts"
 import { protocolFailure, protocolFailureOf } from "./json.ts"
+import type { ReadLimit, UpstreamBody } from "./streamedAnswer.ts"
 
 /** One event: its type (`message` unless the upstream named one) and its data lines joined. */
 export interface SseEvent {
@@ -45,8 +45,11 @@ export const sseStream = <A>(
   options: {
     /** Without an explicit end (Gemini), the body's end completes the stream. */
     readonly endMarker: boolean
+    /** The attempt's deadline, kept here (the adapter keeps it): each pull's wait for content is timed. */
+    readonly deadline?: AttemptDeadline | undefined
   }
 ): Stream.Stream<A, UpstreamFailure> => {
+  type Pull = PullOf<A, UpstreamFailure>
   const decoder = new TextDecoder()
   let events: Array<SseEvent> = []
   /** The upstream said the answer is complete. */
@@ -88,7 +91,7 @@ export const sseStream = <A>(
   }
 
   /** How the stream ends once nothing more comes: complete, or failed. */
-  const end = Effect.suspend(() =>
+  const end: Pull = Effect.suspend(() =>
     Effect.fail(
       broken !== undefined
         ? Option.some(broken)
@@ -98,24 +101,45 @@ export const sseStream = <A>(
     )
   )
 
-  const pull: Effect.Effect<Chunk.Chunk<A>, Option.Option<UpstreamFailure>> = Effect.suspend(() => {
+  const { deadline } = options
+  /** Content came: from now on each wait is within the idle limit too (the wait for the first has only the attempt's end). */
+  let answered = false
+  /** How long a pull that started at `since` may wait for content. */
+  const limitFrom = (since: number, { endAt, streamIdleMs }: AttemptDeadline): ReadLimit =>
+    answered && since + streamIdleMs < endAt
+      ? { at: since + streamIdleMs, expired: () => timedOut("the stream went idle", streamIdleMs) }
+      : { at: endAt, expired: () => timedOut("the attempt ran out of time", endAt - since) }
+
+  /** Reads until a read brings items, or the body ends or fails: keep-alives and frames that make no item are not content. */
+  const readContent = (limit: ReadLimit | undefined): Pull => Effect.matchEffect(body.read(limit), {
+    onFailure: (failure) => Effect.fail(Option.some(failure)),
+    onSuccess: (bytes): Pull => {
+      if (bytes === undefined) {
+        over = true
+        return end
+      }
+      const items = feed(bytes)
+      if (items.length > 0) {
+        answered = true
+        // A read that broke still delivers the items before the break; the next pull raises it.
+        return Effect.succeed(Chunk.unsafeFromArray(items))
+      }
+      if (done) over = true
+      return done || broken !== undefined ? end : readContent(limit)
+    }
+  })
+
+  const pull: Pull = Effect.suspend(() => {
     if (over || broken !== undefined) return end
-    // Complete: what is left of the body is drained when it is released (answerReading.ts), not read here.
+    // Complete: what is left of the body is drained when it is released (streamedAnswer.ts), not read here.
     if (done) {
       over = true
       return end
     }
-    return Effect.matchEffect(body.read, {
-      onFailure: (failure) => Effect.fail(Option.some(failure)),
-      onSuccess: (bytes) => {
-        if (bytes === undefined) {
-          over = true
-          return end
-        }
-        // A read that broke still delivers the items before the break; the next pull raises it.
-        return Effect.succeed(Chunk.unsafeFromArray(feed(bytes)))
-      }
-    })
+    if (deadline === undefined) return readContent(undefined)
+    const since = body.now()
+    if (since >= deadline.endAt) return Effect.fail(Option.some(timedOut("the attempt ran out of time", 0)))
+    return readContent(limitFrom(since, deadline))
   })
 
   // Released however the stream ends: a body abandoned mid-way frees its connection at once.

@@ -1,15 +1,16 @@
 /**
  * What every HTTP provider plugin shares: one undici connection pool per
  * provider with the configured timeouts, POSTs whose answers are read
- * through undici's handler interface (answerReading.ts) and aborted when
- * their call lets go of them, and non-2xx answers as `UpstreamFailure` (with
- * `Retry-After` kept for the router).
+ * through undici's handler interface (answerReading.ts, streamedAnswer.ts)
+ * and aborted when their call lets go of them, and non-2xx answers as
+ * `UpstreamFailure` (with `Retry-After` kept for the router).
  */
 import { Clock, Effect, Scope } from "effect"
 import { Agent } from "undici"
 import type { ProviderConfig } from "../../services/Config.ts"
 import { ProviderConfigError, UpstreamFailure } from "../../services/Providers.ts"
-import { type StatusAnswer, streamedAnswer, type UpstreamBody, wholeAnswer } from "./answerReading.ts"
+import { type StatusAnswer, wholeAnswer } from "./answerReading.ts"
+import { streamedAnswer, type UpstreamBody } from "./streamedAnswer.ts"
 
 /** `Retry-After` in seconds (delta-seconds or an HTTP date, against `nowMillis` from `Clock`), when present and sane. */
 export const retryAfterSeconds = (header: string | ReadonlyArray<string> | undefined, nowMillis: number) => {
@@ -64,13 +65,15 @@ export const requestHeaders = (own: Record<string, string>) => {
 export interface UpstreamHttp {
   /**
    * POSTs JSON to `path` on `origin` and hands over the 2xx answer's body as it streams in; fails on
-   * transport errors and non-2xx answers. The body is released (its request aborted unless it
-   * completed) when the scope closes, if it was not before.
+   * transport errors and non-2xx answers, and as a `timeout` if its head has not come by `endAt`
+   * (epoch ms, `Clock`). The body is released (its request aborted unless it completed) when the
+   * scope closes, if it was not before.
    */
   readonly postStream: (
     path: string,
     body: unknown,
-    headers: Record<string, string>
+    headers: Record<string, string>,
+    endAt?: number
   ) => Effect.Effect<UpstreamBody, UpstreamFailure, Scope.Scope>
   /**
    * POSTs JSON and reads the whole 2xx answer as text; fails as `postStream` does, and as a
@@ -101,15 +104,16 @@ export const makeUpstreamHttp = (origin: string, timeoutMs: number): Effect.Effe
       (agent) => Effect.promise(() => agent.destroy().catch(() => undefined))
     ),
     (agent) => ({
-      postStream: (path, body, headers) =>
-        Effect.flatMap(Effect.scope, (scope) => {
-          const answer = streamedAnswer(agent, { origin, path, method: "POST", headers, body: JSON.stringify(body) })
-          // On the scope as it is: no fiber refs restored around a release that only aborts (plainRelease.ts).
-          return Effect.zipRight(
-            Scope.addFinalizer(scope, Effect.sync(answer.body.release)),
-            Effect.flatMap(answer.head, (status) => (status === undefined ? Effect.succeed(answer.body) : statusFailureOf(status)))
-          )
-        }),
+      postStream: (path, body, headers, endAt) =>
+        Effect.flatMap(Effect.scope, (scope) =>
+          Effect.clockWith((clock) => {
+            const answer = streamedAnswer(agent, { origin, path, method: "POST", headers, body: JSON.stringify(body) }, clock, endAt)
+            // On the scope as it is: no fiber refs restored around a release that only aborts (plainRelease.ts).
+            return Effect.zipRight(
+              Scope.addFinalizer(scope, Effect.sync(answer.body.release)),
+              Effect.flatMap(answer.head, (status) => (status === undefined ? Effect.succeed(answer.body) : statusFailureOf(status)))
+            )
+          })),
       postText: (path, body, headers, endAt) =>
         Effect.flatMap(
           wholeAnswer(agent, { origin, path, method: "POST", headers, body: JSON.stringify(body) }, endAt),

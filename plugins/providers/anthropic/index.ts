@@ -45,7 +45,7 @@ const make = (provider: ProviderConfig, options: AnthropicOptions, env: Readonly
     const complete: ProviderAdapter["complete"] = (call) =>
       Effect.gen(function*() {
         const plan = yield* translated(() => planOf(call, false, options.defaultMaxTokens))
-        const text = yield* http.postText(messagesPath, plan.body, jsonHeaders, call.endAt)
+        const text = yield* http.postText(messagesPath, plan.body, jsonHeaders, call.deadline?.endAt)
         const now = yield* nowSeconds
         return yield* Effect.try({
           try: () => completionOf(JSON.parse(text), call.upstreamModel, plan.answerTool, now),
@@ -56,9 +56,9 @@ const make = (provider: ProviderConfig, options: AnthropicOptions, env: Readonly
     const stream: ProviderAdapter["stream"] = (call) =>
       Effect.gen(function*() {
         const plan = yield* translated(() => planOf(call, true, options.defaultMaxTokens))
-        const body = yield* http.postStream(messagesPath, plan.body, sseHeaders)
+        const body = yield* http.postStream(messagesPath, plan.body, sseHeaders, call.deadline?.endAt)
         const now = yield* nowSeconds
-        return sseStream(body, translator(call.upstreamModel, plan.answerTool, now), { endMarker: true })
+        return sseStream(body, translator(call.upstreamModel, plan.answerTool, now), { endMarker: true, deadline: call.deadline })
       })
 
     return { complete, keepsDeadline: true, stream } satisfies ProviderAdapter

@@ -57,14 +57,15 @@ const make = (provider: ProviderConfig, options: GeminiOptions, env: Readonly<Re
     // The key goes in a header, never in the URL (URLs end up in logs).
     const { json: jsonHeaders, sse: sseHeaders } = requestHeaders(apiKey ? { "x-goog-api-key": apiKey } : {})
     const pathFor = (upstreamModel: string, method: string) => `${basePath}/${modelPathOf(upstreamModel)}:${method}`
-    const postStream = (path: string, body: unknown) => Effect.mapError(http.postStream(path, body, sseHeaders), credentialFailure)
+    const postStream = (path: string, body: unknown, endAt?: number) =>
+      Effect.mapError(http.postStream(path, body, sseHeaders, endAt), credentialFailure)
     const postText = (path: string, body: unknown, endAt?: number) =>
       Effect.mapError(http.postText(path, body, jsonHeaders, endAt), credentialFailure)
 
     const complete: ProviderAdapter["complete"] = (call) =>
       Effect.gen(function*() {
         const body = yield* translated(() => generateContentBody(call.request, options.safetySettings))
-        const text = yield* postText(pathFor(call.upstreamModel, "generateContent"), body, call.endAt)
+        const text = yield* postText(pathFor(call.upstreamModel, "generateContent"), body, call.deadline?.endAt)
         const now = yield* nowSeconds
         return yield* Effect.try({ try: () => completionOf(JSON.parse(text), call.upstreamModel, now), catch: protocolFailureOf })
       })
@@ -72,8 +73,8 @@ const make = (provider: ProviderConfig, options: GeminiOptions, env: Readonly<Re
     const stream: ProviderAdapter["stream"] = (call) =>
       Effect.gen(function*() {
         const body = yield* translated(() => generateContentBody(call.request, options.safetySettings))
-        const answer = yield* postStream(pathFor(call.upstreamModel, "streamGenerateContent?alt=sse"), body)
-        return chunksOf(answer, call.upstreamModel, yield* nowSeconds)
+        const answer = yield* postStream(pathFor(call.upstreamModel, "streamGenerateContent?alt=sse"), body, call.deadline?.endAt)
+        return chunksOf(answer, call.upstreamModel, yield* nowSeconds, call.deadline)
       })
 
     const embed: NonNullable<ProviderAdapter["embed"]> = (call) =>

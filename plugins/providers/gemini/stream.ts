@@ -7,8 +7,8 @@
  */
 import { Stream } from "effect"
 import type { ChatChunk, ToolCallDelta, Usage } from "../../../services/Chat.ts"
-import type { UpstreamFailure } from "../../../services/Providers.ts"
-import type { UpstreamBody } from "../../support/answerReading.ts"
+import type { AttemptDeadline, UpstreamFailure } from "../../../services/Providers.ts"
+import type { UpstreamBody } from "../../support/streamedAnswer.ts"
 import { Malformed, protocolFailure, recordOf } from "../../support/json.ts"
 import { type SseEvent, sseStream, type Translation } from "../../support/sse.ts"
 import { finishReasonOf, promptBlocked, rejectErrorBody, replyOf, usageOf } from "./response.ts"
@@ -17,7 +17,9 @@ import { finishReasonOf, promptBlocked, rejectErrorBody, replyOf, usageOf } from
 export const chunksOf = (
   body: UpstreamBody,
   fallbackModel: string,
-  created: number
+  created: number,
+  /** The attempt's deadline, when the adapter keeps it (sse.ts). */
+  deadline?: AttemptDeadline
 ): Stream.Stream<ChatChunk, UpstreamFailure> => {
   let sentRole = false
   let toolCalls = 0
@@ -72,5 +74,5 @@ export const chunksOf = (
       ? Stream.make(chunk([], { usage }))
       : Stream.empty
   )
-  return sseStream(body, translate, { endMarker: false }).pipe(Stream.concat(end))
+  return sseStream(body, translate, { endMarker: false, deadline }).pipe(Stream.concat(end))
 }

@@ -57,16 +57,16 @@ const make = (
 
     const complete: ProviderAdapter["complete"] = (call) =>
       Effect.gen(function*() {
-        const text = yield* http.postText(chatPath, chatBody(call, false), jsonHeaders, call.endAt)
+        const text = yield* http.postText(chatPath, chatBody(call, false), jsonHeaders, call.deadline?.endAt)
         const now = yield* nowSeconds
         return yield* Effect.try({ try: () => completionOf(JSON.parse(text), call.upstreamModel, now), catch: protocolFailureOf })
       })
 
     const stream: ProviderAdapter["stream"] = (call) =>
       Effect.gen(function*() {
-        const body = yield* http.postStream(chatPath, chatBody(call, true), sseHeaders)
+        const body = yield* http.postStream(chatPath, chatBody(call, true), sseHeaders, call.deadline?.endAt)
         const now = yield* nowSeconds
-        return sseStream(body, translator(call.upstreamModel, now), { endMarker: true })
+        return sseStream(body, translator(call.upstreamModel, now), { endMarker: true, deadline: call.deadline })
       })
 
     const embed: NonNullable<ProviderAdapter["embed"]> = (call) =>
