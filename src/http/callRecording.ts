@@ -51,7 +51,8 @@ export const openCall = (
         }, (now - startedAt) / 1000)
       }
       const accountId = facts.accountId
-      const logged = Effect.logInfo("request").pipe(Effect.annotateLogs({
+      // Its annotations are built only when the line is written (a hash map and two fiber-ref updates a request).
+      const logged = Effect.whenLogLevel(Effect.suspend(() => Effect.logInfo("request").pipe(Effect.annotateLogs({
         request_id: requestId,
         key_id: facts.keyId ?? null,
         account_id: accountId ?? null,
@@ -63,7 +64,7 @@ export const openCall = (
         ttft_ms: ttftMs ?? null,
         model: facts.model ?? null,
         cost_usd: formatUsd(facts.spend)
-      }))
+      }))), "Info")
       if (accountId === undefined || method !== "POST") return logged
       return Effect.zipRight(logged, stats.record({
         requestId,

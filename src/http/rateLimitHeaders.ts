@@ -3,7 +3,7 @@
  * (`requests`, `tokens`) its limit, what remains, and the time until it is
  * full again, written like "1s", "6m0s" or "120ms".
  */
-import type { RateLimitStatus, WindowState } from "../../services/RateLimiter.ts"
+import type { RateLimitStatus } from "../../services/RateLimiter.ts"
 
 /** A duration as OpenAI writes a reset: milliseconds under a second, else `[<m>m]<s>s`. */
 export const formatReset = (ms: number): string => {
@@ -13,14 +13,25 @@ export const formatReset = (ms: number): string => {
   return `${Math.floor(seconds / 60)}m${seconds % 60}s`
 }
 
-const trio = (name: "requests" | "tokens", state: WindowState): Record<string, string> => ({
-  [`x-ratelimit-limit-${name}`]: String(state.limit),
-  [`x-ratelimit-remaining-${name}`]: String(state.remaining),
-  [`x-ratelimit-reset-${name}`]: formatReset(state.resetMs)
-})
+/**
+ * Adds the headers of a request's rate-limit status to `headers` (none for a key with no limits).
+ * Written in place, each name spelled out: computed names and spreads made a slow dictionary-mode
+ * object on every call (docs/performance.md).
+ */
+export const addRateLimitHeaders = (headers: Record<string, string>, status: RateLimitStatus): Record<string, string> => {
+  const { requests, tokens } = status
+  if (requests !== undefined) {
+    headers["x-ratelimit-limit-requests"] = String(requests.limit)
+    headers["x-ratelimit-remaining-requests"] = String(requests.remaining)
+    headers["x-ratelimit-reset-requests"] = formatReset(requests.resetMs)
+  }
+  if (tokens !== undefined) {
+    headers["x-ratelimit-limit-tokens"] = String(tokens.limit)
+    headers["x-ratelimit-remaining-tokens"] = String(tokens.remaining)
+    headers["x-ratelimit-reset-tokens"] = formatReset(tokens.resetMs)
+  }
+  return headers
+}
 
 /** The headers of a request's rate-limit status (none for a key with no limits). */
-export const rateLimitHeaders = (status: RateLimitStatus): Record<string, string> => ({
-  ...(status.requests === undefined ? {} : trio("requests", status.requests)),
-  ...(status.tokens === undefined ? {} : trio("tokens", status.tokens))
-})
+export const rateLimitHeaders = (status: RateLimitStatus): Record<string, string> => addRateLimitHeaders({}, status)
