@@ -23,10 +23,15 @@ export interface StreamedChat {
 }
 
 export class ChatGateway extends Context.Tag("svc/ChatGateway")<ChatGateway, {
+  /**
+   * A whole completion. What the call holds until it is answered (its admission's concurrency
+   * permit) is released when the caller's scope closes: one call per scope, as a request has
+   * (a scope of its own would cost each call a copy of the service context).
+   */
   readonly complete: (
     request: ChatRequest,
     principal: Principal
-  ) => Effect.Effect<{ readonly completion: ChatCompletion; readonly receipt: Settlement }, ChatError>
+  ) => Effect.Effect<{ readonly completion: ChatCompletion; readonly receipt: Settlement }, ChatError, Scope.Scope>
   /**
    * Succeeds once an upstream has accepted the call, so refusals are still
    * HTTP errors; failures inside the stream come after the first byte.

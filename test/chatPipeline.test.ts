@@ -88,8 +88,9 @@ const pipeline = (primary: ReadonlyArray<Scripted>, backup: ReadonlyArray<Script
   return { layer, ledger, events, outcomes, primary: first, backup: second }
 }
 
+/** One call, in a scope of its own as a request has. */
 const complete = (request: Partial<ChatRequest> = {}) =>
-  Effect.flatMap(ChatGateway, (gateway) => gateway.complete(chatRequest(request), principal))
+  Effect.scoped(Effect.flatMap(ChatGateway, (gateway) => gateway.complete(chatRequest(request), principal)))
 
 const types = (events: ReadonlyArray<{ readonly type: string }>) => events.map((event) => event.type)
 

@@ -44,10 +44,10 @@ layer(Pipeline)("chat pipeline on the Test layers", (it) => {
     Effect.gen(function*() {
       yield* openAccount({ id: "acct_pipe", balance: 1_000_000_000n })
       const chat = yield* ChatGateway
-      const { completion, receipt } = yield* chat.complete(
+      const { completion, receipt } = yield* Effect.scoped(chat.complete(
         { model: "svc/pro", messages: [{ role: "user", content: "hello" }] },
         principal("acct_pipe")
-      )
+      ))
       expect(completion.model).toBe("svc/pro")
       expect(receipt).toMatchObject({ id: "rcpt_1", accountId: "acct_pipe", model: "svc/pro" })
       // The call is answered with its settlement's amounts; the receipt is written after it (at once here).
@@ -63,7 +63,7 @@ layer(Pipeline)("chat pipeline on the Test layers", (it) => {
       yield* openAccount({ id: "acct_poor", balance: 0n })
       const chat = yield* ChatGateway
       const refused = yield* Effect.flip(
-        chat.complete({ model: "svc/pro", messages: [{ role: "user", content: "hello" }] }, principal("acct_poor"))
+        Effect.scoped(chat.complete({ model: "svc/pro", messages: [{ role: "user", content: "hello" }] }, principal("acct_poor")))
       )
       expect(refused._tag).toBe("InsufficientFunds")
     }))

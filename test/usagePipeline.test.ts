@@ -71,7 +71,7 @@ const call = (accountId: string, streamed: boolean, maxTokens: number) =>
     const gateway = yield* ChatGateway
     const request = chatRequest({ max_tokens: maxTokens, ...(streamed ? { stream: true } : {}) })
     if (!streamed) {
-      const { completion, receipt } = yield* gateway.complete(request, principal(accountId))
+      const { completion, receipt } = yield* Effect.scoped(gateway.complete(request, principal(accountId)))
       return { receiptId: receipt.id, told: completion.usage }
     }
     const receiptId = yield* Effect.scoped(

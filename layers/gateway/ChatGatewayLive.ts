@@ -61,7 +61,7 @@ export const ChatGatewayLive = Layer.effect(
             route.amount,
             upstream.complete(route.targets, call.request).pipe(Effect.catchAll(failed(call, route))),
             (hold, answered) => endCompletion(completionServices, { admitted: call, route, hold }, answered)
-          )).pipe(Effect.scoped),
+          )),
 
       stream: (sent, principal) =>
         Effect.gen(function*() {

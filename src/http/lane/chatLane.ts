@@ -61,7 +61,9 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
     makeChatCompletion,
     Effect.clock
   ])
-  const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+  // Traces are off whenever the lane serves (above): spans would be made and dropped. Off in the
+  // runtime the calls start from, not per call (`withTracerEnabled` is a fiber-ref change to undo).
+  const runFork = Runtime.runFork(yield* Effect.withTracerEnabled(Effect.runtime<never>(), false))
   const errorOf = toApiError(maxBodyBytes, database)
 
   /** What the API's handler would answer, errors included (as the edge and HttpApi encode them). */
@@ -116,8 +118,7 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
     if (!(Number(declared) <= maxBodyBytes)) return false
     if (crossOrigin && request.headers.origin !== undefined) return false
     readBody(request, (text) => {
-      // Traces are off whenever the lane serves (above): spans would be made and dropped.
-      const fiber = runFork(Effect.withTracerEnabled(serve(request, response, text), false))
+      const fiber = runFork(serve(request, response, text))
       response.on("close", () => {
         if (!response.writableEnded) fiber.unsafeInterruptAsFork(FiberId.none)
       })
