@@ -112,6 +112,11 @@ export class Ledger extends Context.Tag("svc/Ledger")<Ledger, {
     readonly amount: Nanos
   }) => Effect.Effect<Reservation, InsufficientFunds>
   /**
+   * Whether `reserve` would answer `amount` for the account at once, in this process (a credit
+   * lease covers it), with no statement to wait for; absent, a reservation may wait.
+   */
+  readonly reservesAtOnce?: (accountId: string, amount: Nanos) => boolean
+  /**
    * Charges the call its bill (above the reservation too: an overage), writes its ledger entry
    * and receipt, and frees the rest of the reservation. A bill that cannot be written is a defect.
    */

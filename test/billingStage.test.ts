@@ -215,7 +215,7 @@ describe("billing stage", () => {
     )
   })
 
-  it.effect("withHoldDuring: work runs while the hold is taken only once the account was seen with twice the amount; a refused hold interrupts it", () => {
+  it.effect("withHoldDuring: work runs while the hold is taken only once the account was seen with twice the amount and the ledger cannot answer at once; a refused hold interrupts it", () => {
     const ledger = recordingLedger(usd(1))
     return withBilling(
       ledger,
@@ -262,6 +262,10 @@ describe("billing stage", () => {
         state.available = usd(1)
         expect(yield* gated("f")).toBe(false)
         expect(yield* gated("g")).toBe(true)
+
+        // A hold the ledger makes at once (from a credit lease) has nothing to overlap: it goes first.
+        state.atOnce = true
+        expect(yield* gated("h")).toBe(false)
       })
     )
   })

@@ -58,6 +58,11 @@ describe("the lease pool", () => {
     expect(refill.amount).toBe(650n)
     expect(leases.refill(claimed[0]!)).toBeUndefined() // one take at a time
     leases.took(refill.lease, 0n, 100n) // refused: the account ran low meanwhile
+    // What covers says is what a claim would do, without claiming.
+    expect(leases.covers("acct", 630n)).toBe(true)
+    expect(leases.covers("acct", 631n)).toBe(false)
+    expect(take.lease.left).toBe(630n)
+    expect(leases.covers("other", 1n)).toBe(false)
     expect(leases.claim("acct", 631n)).toBeUndefined()
     leases.ended(take.lease.id, 10n) // released: its credit is back
     leases.ended(take.lease.id, 0n) // settled: its credit left with the settlement

@@ -223,13 +223,22 @@ export const BillingLive = Layer.scoped(
     const withHold = <A, E, R>(principal: Principal, amount: Nanos, use: (hold: Hold) => Effect.Effect<A, E, R>) =>
       Effect.acquireUseRelease(reserve(principal, amount).pipe(stageSpan("svc.billing.hold")), use, (hold) => release(hold))
 
-    /** `held`, given `work`'s outcome to wait on: `work` runs alongside when the account was seen with ample balance, else first. */
+    /**
+     * `held`, given `work`'s outcome to wait on: `work` runs alongside when the account was seen with
+     * ample balance, else after the hold. A hold the ledger makes at once (from a credit lease) has
+     * nothing to overlap: then no fiber for `work` either.
+     */
     const during = <A, E, R, B, E2, R2>(
       principal: Principal,
       amount: Nanos,
       work: Effect.Effect<A, E, R>,
       held: (outcome: Effect.Effect<A, E, R>) => Effect.Effect<B, E2, R2>
-    ) => Effect.suspend(() => (hints.claim(principal.accountId!, amount) ? alongside(work, held) : held(work)))
+    ) =>
+      Effect.suspend(() =>
+        ledger.reservesAtOnce?.(principal.accountId!, amount) !== true && hints.claim(principal.accountId!, amount)
+          ? alongside(work, held)
+          : held(work)
+      )
 
     return Billing.of({
       estimate: pricing.estimateFor,

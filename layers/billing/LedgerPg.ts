@@ -136,6 +136,7 @@ export const LedgerPg = Layer.scoped(
 
     return {
       reserve: (input) => leased.reserve(input, reserveAlone),
+      reservesAtOnce: leased.covers,
 
       settle: (reservation, bill) =>
         Effect.suspend(() => {

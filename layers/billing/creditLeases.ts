@@ -81,11 +81,20 @@ export const makeCreditLeases = (newId: () => string) => {
     return { lease, amount }
   }
 
+  /** The account's lease, if it can cover `amount`. */
+  const covering = (accountId: string, amount: Nanos) => {
+    const lease = byAccount.get(accountId)
+    return lease === undefined || lease.closing || lease.left < amount ? undefined : lease
+  }
+
   return {
+    /** Whether the account's lease can cover `amount` now. */
+    covers: (accountId: string, amount: Nanos) => covering(accountId, amount) !== undefined,
+
     /** Holds `amount` from the account's lease: the lease, or undefined when it cannot cover it. */
     claim: (accountId: string, amount: Nanos): CreditLease | undefined => {
-      const lease = byAccount.get(accountId)
-      if (lease === undefined || lease.closing || lease.left < amount) return undefined
+      const lease = covering(accountId, amount)
+      if (lease === undefined) return undefined
       lease.left -= amount
       lease.open++
       lease.used = true

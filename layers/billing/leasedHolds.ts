@@ -35,6 +35,8 @@ export const makeLeasedHolds = (options: {
     input: ReserveInput,
     alone: (input: ReserveInput) => Effect.Effect<Reservation, InsufficientFunds>
   ) => Effect.Effect<Reservation, InsufficientFunds>
+  /** Whether the account's lease covers `amount` now: `reserve` would answer at once. */
+  readonly covers: (accountId: string, amount: bigint) => boolean
   /** A call held from a lease is being settled: its credit leaves the lease with the settlement. */
   readonly settling: (reservation: Reservation) => void
   readonly release: (reservation: Reservation) => Effect.Effect<void>
@@ -107,6 +109,8 @@ export const makeLeasedHolds = (options: {
           const take = leases.refill(lease)
           return take === undefined ? Effect.succeed(reservation) : Effect.as(send(take), reservation)
         }),
+
+      covers: leases.covers,
 
       settling: (reservation) => {
         if (reservation.leaseId !== undefined) leases.ended(reservation.leaseId, 0n)

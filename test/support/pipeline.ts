@@ -121,12 +121,17 @@ export const chatRequest = (overrides: Partial<ChatRequest> = {}): ChatRequest =
 /**
  * A ledger that records every reserve, settle and release. `state.available` below an amount
  * refuses it; a reservation made tells `available` less its amount as what is left (the ledger
- * keeps no balance). `state.gate`, while set, is waited on before each reservation answers.
+ * keeps no balance). `state.gate`, while set, is waited on before each reservation answers;
+ * `state.atOnce` is what it says of its reservations being answered at once (a credit lease).
  */
 export const recordingLedger = (available = usd(100)) => {
   const log: Array<string> = []
   const bills: Array<Bill> = []
-  const state: { available: bigint; gate: Effect.Effect<void> | undefined } = { available, gate: undefined }
+  const state: { available: bigint; gate: Effect.Effect<void> | undefined; atOnce: boolean } = {
+    available,
+    gate: undefined,
+    atOnce: false
+  }
   let next = 0
   const ledger: Ledger["Type"] = {
     reserve: ({ accountId, amount, requestId }) =>
@@ -157,6 +162,7 @@ export const recordingLedger = (available = usd(100)) => {
           settledAt: new Date(0)
         })
       }),
+    reservesAtOnce: () => state.atOnce,
     settleQueued: (...args) => settlingAtOnce(ledger.settle)(...args),
     release: (reservation) => Effect.sync(() => void log.push(`release ${reservation.id}`)),
     renew: (reservations) => Effect.sync(() => reservations.forEach((reservation) => log.push(`renew ${reservation.id}`))),
