@@ -8,10 +8,9 @@
  * and the caller's 504 / SSE error frame follow as for any timeout. Times
  * come from `Clock`.
  */
-import { Chunk, Clock, Effect, Exit, Fiber, Option, Scope, type Stream } from "effect"
-import type { ChatChunk } from "../../services/Chat.ts"
+import { Chunk, Clock, Effect, Exit, Fiber, Option, type Stream } from "effect"
 import { type AdapterFailure, type ProviderAdapter, timedOut, type UpstreamCall, type UpstreamFailure } from "../../services/Providers.ts"
-import { type Pull, pulledStream, pullOf } from "../../services/pulledStream.ts"
+import { type Pull, pulledStream } from "../../services/pulledStream.ts"
 
 /** When the call must be over (epoch ms, `Clock`), and the stream idle limit. */
 export interface CallDeadline {
@@ -93,23 +92,8 @@ export const completeWithin = (
       : endingBy(adapter.complete(call), endAt)
   })
 
-/**
- * A stream opened in `scope` whose opening and pulls end by `endAt` and within the idle limit. An
- * adapter that keeps the deadline opens it at once and times its own waits: no reader fiber and
- * no hand-off per pull, which cost a streamed call a fifth of its CPU (docs/performance.md).
- * Others are opened by the first pull of `watchedPulls`.
- */
-export const streamWithin = (
-  adapter: ProviderAdapter,
-  call: UpstreamCall,
-  scope: Scope.Scope,
-  endAt: number,
-  idleMs: number
-): Effect.Effect<Stream.Stream<ChatChunk, AdapterFailure>, AdapterFailure> =>
-  Effect.flatMap(Effect.clock, (clock) =>
-    keptBy(adapter, clock)
-      ? Scope.extend(adapter.stream({ ...call, deadline: { endAt, streamIdleMs: idleMs } }), scope)
-      : Effect.succeed(watchedPulls(Scope.extend(Effect.flatMap(adapter.stream(call), pullOf), scope), endAt, idleMs)))
+/** Whether `adapter` keeps its calls' deadlines itself here (see `keptBy`). */
+export const keepsOwnDeadline = (adapter: ProviderAdapter) => Effect.map(Effect.clock, (clock) => keptBy(adapter, clock))
 
 /**
  * A stream's pulls, opened by `open` (the upstream request sent, its pull made) before the first,

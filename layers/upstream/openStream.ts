@@ -1,19 +1,21 @@
 /**
- * Opening a stream on one route: the adapter's stream, in a scope of its own
- * forked from the call's, counts as answered once a chunk with content came
- * (an empty pull — a keep-alive — is not an answer). A route that fails before
- * that has its scope closed (its upstream request aborted), so the next can be tried.
- * Deadlines (deadline.ts `streamWithin`): the opening and the wait for the
- * first content end by the attempt's end, and every later pull within the
- * idle limit too — timed by the adapter itself when it keeps the deadline,
- * else by one watchdog for the whole stream, whose reader also opens it.
+ * Opening a stream on one route: the adapter's stream counts as answered once
+ * a chunk with content came (an empty pull — a keep-alive — is not an
+ * answer). A route that fails before that lets go of its upstream request, so
+ * the next can be tried. Deadlines (deadline.ts): the opening and the wait for
+ * the first content end by the attempt's end, and every later pull within the
+ * idle limit too. An adapter that keeps the deadline times its own waits and
+ * is opened at once in the call's scope (no scope of the route's own: that
+ * cost a copy of the service context per stream); any other is opened by the
+ * first pull of one watchdog for the whole stream, in a scope of the route's
+ * own that is closed if it fails.
  */
 import { type Chunk, Effect, ExecutionStrategy, Exit, Option, Scope } from "effect"
 import type { ChatChunk, ChatRequest } from "../../services/Chat.ts"
-import type { UpstreamFailure } from "../../services/Providers.ts"
-import { originOf, type Pull, pulledStream } from "../../services/pulledStream.ts"
+import type { AdapterFailure, UpstreamFailure } from "../../services/Providers.ts"
+import { type Origin, originOf, type Pull, pulledStream, pullOf } from "../../services/pulledStream.ts"
 import type { Target } from "../../services/RoutePlanner.ts"
-import { attemptEnd, type CallDeadline, streamWithin } from "./deadline.ts"
+import { attemptEnd, type CallDeadline, keepsOwnDeadline, watchedPulls } from "./deadline.ts"
 
 type Result = Exit.Exit<Chunk.Chunk<ChatChunk>, Option.Option<never>>
 
@@ -27,28 +29,34 @@ const firstThen = (first: Result, pull: Pull<ChatChunk, UpstreamFailure>): Pull<
   })
 }
 
+/** A route's stream once its first content came (or it ended without any); `abandon` runs if it fails before. */
+const answered = (origin: Origin<ChatChunk, AdapterFailure>, abandon: Effect.Effect<void>) =>
+  origin.pull.pipe(
+    Effect.map((chunk): Result => Exit.succeed(chunk)),
+    Effect.catchAll(Option.match({ onNone: () => Effect.succeed<Result>(Exit.fail(Option.none())), onSome: Effect.fail })),
+    // Only the opening can fail with RequestNotTranslatable, and the first pull has come past it.
+    Effect.map((first) => pulledStream(firstThen(first, origin.pull as Pull<ChatChunk, UpstreamFailure>), origin.release)),
+    Effect.onError(() => abandon)
+  )
+
 export const openStream = (request: ChatRequest, parent: Scope.Scope, deadline: CallDeadline) => ({ deployment }: Target) =>
-  Effect.flatMap(Scope.fork(parent, ExecutionStrategy.sequential), (scope) =>
-    Effect.gen(function*() {
-      const endAt = yield* attemptEnd(deployment.provider.timeoutMs, deadline)
-      // In this route's scope; the wait for the first content is timed like any other.
-      const watched = originOf(
-        yield* streamWithin(
-          deployment.adapter,
-          { request, upstreamModel: deployment.upstreamModel },
-          scope,
-          endAt,
-          deadline.streamIdleMs
-        )
-      )
+  Effect.flatMap(attemptEnd(deployment.provider.timeoutMs, deadline), (endAt) => {
+    const { adapter, upstreamModel } = deployment
+    const call = { request, upstreamModel }
+    const kept = Effect.flatMap(
+      adapter.stream({ ...call, deadline: { endAt, streamIdleMs: deadline.streamIdleMs } }),
+      // Opened at once in the call's scope (its request is let go of with it, or when this route fails).
+      (stream) => {
+        const origin = originOf(stream)
+        return answered(origin, origin.release)
+      }
+    )
+    // Opened by the watchdog's reader, in a scope of the route's own closed if it fails.
+    const watched = Effect.flatMap(Scope.fork(parent, ExecutionStrategy.sequential), (scope) => {
+      const opening = Scope.extend(Effect.flatMap(adapter.stream(call), pullOf), scope)
+      const origin = originOf(watchedPulls(opening, endAt, deadline.streamIdleMs))
       // However the call ends, even if the stream is never read: the reader and watchdog stop.
-      yield* Scope.addFinalizer(scope, watched.release)
-      // The route answered once a chunk with content came, or the stream ended without any.
-      const first: Result = yield* watched.pull.pipe(
-        Effect.map((chunk): Result => Exit.succeed(chunk)),
-        Effect.catchAll(Option.match({ onNone: () => Effect.succeed<Result>(Exit.fail(Option.none())), onSome: Effect.fail }))
-      )
-      // Only the opening can fail with RequestNotTranslatable, and the first pull has come past it.
-      const rest = watched.pull as Pull<ChatChunk, UpstreamFailure>
-      return pulledStream(firstThen(first, rest), watched.release)
-    }).pipe(Effect.onError(() => Scope.close(scope, Exit.void))))
+      return Effect.zipRight(Scope.addFinalizer(scope, origin.release), answered(origin, Scope.close(scope, Exit.void)))
+    })
+    return Effect.flatMap(keepsOwnDeadline(adapter), (keeps) => (keeps ? kept : watched))
+  })
