@@ -287,8 +287,9 @@ describe("openai-compatible plugin", () => {
     Effect.gen(function*() {
       const { adapter, upstream } = yield* setup()
       upstream.behave({ endDelayAfterDoneMs: 50 })
+      // The stream ends at [DONE]; the rest of the response is drained after it (streamedAnswer.ts), not cut off.
       yield* Effect.scoped(Effect.flatMap(adapter.stream(callWith()), Stream.runDrain))
-      yield* Effect.sleep("30 millis")
+      yield* Effect.sleep("100 millis")
       yield* Effect.scoped(Effect.flatMap(adapter.stream(callWith()), Stream.runDrain))
       expect(upstream.connections()).toBe(1)
       expect(upstream.clientAborts()).toBe(0)

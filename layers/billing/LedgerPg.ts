@@ -166,15 +166,16 @@ export const LedgerPg = Layer.scoped(
         const stillOpen = sql`SELECT 1 FROM reservations WHERE id = ${id} AND status = 'open'
           AND (${accountId}::text IS NULL OR account_id = ${accountId})
           UNION ALL SELECT 1 FROM credit_leases WHERE account_id = ${accountId}`
+        const found = (then: Effect.Effect<Receipt, NotFound>) =>
+          Effect.flatMap(Effect.orDie(read), ([row]) => (row !== undefined ? Effect.succeed(toReceipt(row)) : then))
         const attempt = (left: number): Effect.Effect<Receipt, NotFound> =>
-          Effect.flatMap(Effect.orDie(read), ([row]) => {
-            if (row !== undefined) return Effect.succeed(toReceipt(row))
-            if (left === 0) return Effect.fail(receiptNotFound(id))
-            return Effect.flatMap(Effect.orDie(stillOpen), (open) =>
+          found(
+            left === 0 ? Effect.fail(receiptNotFound(id)) : Effect.flatMap(Effect.orDie(stillOpen), (open) =>
               open.length === 0
-                ? Effect.fail(receiptNotFound(id))
+                // Settled between the two reads (its reservation closed with its receipt written): read once more.
+                ? found(Effect.fail(receiptNotFound(id)))
                 : Effect.zipRight(Effect.sleep(RECEIPT_LOOK_MILLIS), attempt(left - 1)))
-          })
+          )
         return attempt(whileOpen ? RECEIPT_LOOKS : 0)
       }
     }
