@@ -6,10 +6,19 @@
  * `streamIdleMs` after its first chunk is cut off too. A cut attempt fails
  * as a `timeout` (its upstream request aborted with its scope), so failover
  * and the caller's 504 / SSE error frame follow as for any timeout. Times
- * come from `Clock`.
+ * come from `Clock`. An adapter that `keepsDeadline` is told the attempt's
+ * end and keeps it where it reads its upstream (the HTTP plugins); any other,
+ * and every adapter under a `TestClock`, is timed here.
  */
 import { Chunk, Clock, Effect, Exit, Fiber, Option, type Stream } from "effect"
-import { type AdapterFailure, type ProviderAdapter, timedOut, type UpstreamCall, type UpstreamFailure } from "../../services/Providers.ts"
+import {
+  type AdapterFailure,
+  type ProviderAdapter,
+  timedOut,
+  type UpstreamCall,
+  type UpstreamCompletion,
+  type UpstreamFailure
+} from "../../services/Providers.ts"
 import { type Pull, pulledStream } from "../../services/pulledStream.ts"
 
 /** When the call must be over (epoch ms, `Clock`), and the stream idle limit. */
@@ -84,7 +93,7 @@ export const completeWithin = (
   call: UpstreamCall,
   timeoutMs: number,
   deadline: CallDeadline
-): Effect.Effect<Effect.Effect.Success<ReturnType<ProviderAdapter["complete"]>>, AdapterFailure> =>
+): Effect.Effect<UpstreamCompletion, AdapterFailure> =>
   Effect.flatMap(Effect.clock, (clock) => {
     const endAt = Math.min(clock.unsafeCurrentTimeMillis() + timeoutMs, deadline.deadlineAt)
     return keptBy(adapter, clock)
