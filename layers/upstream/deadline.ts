@@ -20,6 +20,7 @@ import {
   type UpstreamFailure
 } from "../../services/Providers.ts"
 import { type Pull, pulledStream } from "../../services/pulledStream.ts"
+import { LONGEST_TIMER_MS } from "../../plugins/support/answerReading.ts"
 
 /** When the call must be over (epoch ms, `Clock`), and the stream idle limit. */
 export interface CallDeadline {
@@ -41,8 +42,6 @@ export const attemptEnd = (timeoutMs: number, deadline: CallDeadline) =>
 /** The clock a runtime has unless a test swaps it for another (a `TestClock`): its timers are `setTimeout`s. */
 const liveClock = Effect.runSync(Effect.clock)
 
-/** Longer than a JavaScript timer can wait: no timer at all. */
-const LONGEST_TIMER_MS = 2 ** 31 - 1
 
 /**
  * Fails `effect` with a timeout (interrupting it, so its scope aborts the request) unless it ends by

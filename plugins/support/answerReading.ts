@@ -50,6 +50,10 @@ export const RELEASED = new Error("the call let go of the upstream request")
 
 export const isOk = (status: number) => status >= 200 && status < 300
 
+/** Chunks as one UTF-8 text (`bytes` long). */
+const joinedText = (chunks: ReadonlyArray<Buffer>, bytes: number) =>
+  chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks, bytes).toString("utf8")
+
 /** What a non-2xx answer's body had come to: a bounded prefix, kept until it ends. */
 export const errorBody = () => {
   const chunks: Array<Buffer> = []
@@ -60,7 +64,7 @@ export const errorBody = () => {
       chunks.push(chunk)
       bytes += chunk.length
     },
-    text: () => (chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks, bytes).toString("utf8"))
+    text: () => joinedText(chunks, bytes)
   }
 }
 
@@ -109,7 +113,7 @@ export const wholeAnswer = (agent: Agent, options: Dispatcher.DispatchOptions, e
         },
         onResponseEnd: () => {
           if (!isOk(status)) return end(Effect.succeed({ status, retryAfter, kind: errorTextKindOf(body.text()) }))
-          end(Effect.succeed(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks, bytes).toString("utf8")))
+          end(Effect.succeed(joinedText(chunks, bytes)))
         },
         onResponseError: (_, error) => end(Effect.fail(failureOf(error)))
       })
