@@ -27,7 +27,20 @@ const random = () => {
 }
 
 /** Milliseconds since the epoch in 12 hex digits: in order until the year 10889. */
-const timePart = (millis: number) => millis.toString(16).padStart(12, "0")
+const hexMillis = (millis: number) => millis.toString(16).padStart(12, "0")
+
+/**
+ * `hexMillis`, kept for the millisecond it was made in: a call makes several ids within one, and a
+ * time past 2^31 is a double, which `toString(16)` converts on its slow path.
+ */
+const lastTime = { millis: -1, hex: "" }
+const timePart = (millis: number) => {
+  if (millis !== lastTime.millis) {
+    lastTime.millis = millis
+    lastTime.hex = hexMillis(millis)
+  }
+  return lastTime.hex
+}
 
 export const IdsLive = Layer.effect(
   Ids,
