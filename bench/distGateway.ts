@@ -11,6 +11,7 @@ import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { GATEWAY_NODE_FLAGS } from "../src/start/nodeFlags.ts"
 import { freshDatabase } from "../test/support/database.ts"
 
 const ADMIN = "bench-admin-key-for-the-shipped-gateway"
@@ -39,7 +40,7 @@ export const startDistGateway = async (upstreamUrl: string, workers: number): Pr
     providers: [{ id: "bench-upstream", plugin: "openai-compatible", baseUrl: upstreamUrl, deployments: [{ model: "svc/bench", upstreamModel: "bench-large", cost: { input: "0.40", output: "1.20" } }] }]
   }))
   const port = await freePort()
-  const gateway = spawn(process.execPath, [fileURLToPath(new URL("../dist/main.js", import.meta.url))], {
+  const gateway = spawn(process.execPath, [...GATEWAY_NODE_FLAGS, fileURLToPath(new URL("../dist/main.js", import.meta.url))], {
     env: {
       PATH: process.env.PATH,
       ...(database?.env ?? { DATABASE_URL: "", SVC_DATA_DIR: join(dir, "data") }),

@@ -16,6 +16,7 @@ import { join } from "node:path"
 import { children, median, nextMessage } from "./children.ts"
 import type { Job, Result } from "./load.ts"
 import { procCpuMicros } from "./processes.ts"
+import { withGatewayFlags } from "../src/start/nodeFlags.ts"
 
 /** CPU µs so far of a process's main thread (its id is the process's). */
 const mainThreadMicros = (pid: number) => procCpuMicros(pid, pid)
@@ -24,7 +25,8 @@ type Server = { readonly child: ChildProcess; readonly url: string; readonly key
 
 const startFrom = async (checkout: string, args: Array<string>): Promise<Server> => {
   const child = fork(join(checkout, "bench", "servers.ts"), args, {
-    execArgv: ["--import", "tsx"],
+    // As bench/run.ts starts its servers: with the gateway's Node flags (this checkout's list, for both).
+    execArgv: withGatewayFlags(["--import", "tsx"]),
     cwd: checkout,
     stdio: ["ignore", "inherit", "inherit", "ipc"]
   })

@@ -31,6 +31,7 @@ import { retrievalBench } from "./retrieval.ts"
 import { slowStreamsRss } from "./slowStreams.ts"
 import { stagesBench } from "./stages.ts"
 import { targetsBench } from "./targets.ts"
+import { withGatewayFlags } from "../src/start/nodeFlags.ts"
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
@@ -59,8 +60,9 @@ const deadline = setTimeout(() => {
 const spawn = (file: string, args: Array<string> = [], execArgv: Array<string> = []) =>
   spawnChild(fileURLToPath(new URL(file, import.meta.url)), args, {}, execArgv)
 
+/** A server of the bench (bench/servers.ts); every one, the bare proxy too, runs with the gateway's Node flags. */
 const startServer = async (args: Array<string>, execArgv: Array<string> = []) => {
-  const child = spawn("./servers.ts", args, execArgv)
+  const child = spawn("./servers.ts", args, withGatewayFlags(execArgv))
   return { child, ...await nextMessage<{ url: string; key?: string; brokeKey?: string }>(child, "ready") }
 }
 

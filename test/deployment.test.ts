@@ -15,6 +15,7 @@ import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { parse } from "yaml"
 import { describe, expect, it } from "vitest"
+import { GATEWAY_NODE_FLAGS, withGatewayFlags } from "../src/start/nodeFlags.ts"
 import { freePort } from "./support/gatewayProcess.ts"
 
 /** Dockerfile instructions as [KEYWORD, arguments], continuation lines joined, comments dropped. */
@@ -43,11 +44,24 @@ const dockerAvailable = (() => {
   }
 })()
 
+describe("the gateway's Node flags", () => {
+  it("npm start passes them, as the image does (V8 reads them only from the command line)", () => {
+    const { scripts } = JSON.parse(readFileSync("package.json", "utf8"))
+    expect(scripts.start).toBe(`exec node --enable-source-maps ${GATEWAY_NODE_FLAGS.join(" ")} dist/main.js`)
+  })
+
+  it("are added to a command line that lacks them, and never twice", () => {
+    expect(withGatewayFlags(["--import", "tsx"])).toEqual(["--import", "tsx", ...GATEWAY_NODE_FLAGS])
+    expect(withGatewayFlags(["--max-semi-space-size=64"])).toEqual(["--max-semi-space-size=64"])
+    expect(withGatewayFlags(GATEWAY_NODE_FLAGS)).toEqual([...GATEWAY_NODE_FLAGS])
+  })
+})
+
 describe("Dockerfile", () => {
   it("builds on node:20-slim and runs the bundle with node as an unprivileged user", () => {
     expect(dockerfile.filter(([keyword]) => keyword === "FROM").every(([, image]) => image.startsWith("node:20-slim"))).toBe(true)
     expect(ofFinal("USER")).toEqual(["node"])
-    expect(JSON.parse(ofFinal("CMD")[0]!)).toEqual(["node", "--enable-source-maps", "dist/main.js"])
+    expect(JSON.parse(ofFinal("CMD")[0]!)).toEqual(["node", "--enable-source-maps", ...GATEWAY_NODE_FLAGS, "dist/main.js"])
     expect(ofFinal("ENV").join(" ")).toMatch(/HOST=0\.0\.0\.0/)
     expect(ofFinal("EXPOSE")).toEqual(["8080"])
     expect(ofFinal("STOPSIGNAL")).toEqual(["SIGTERM"])

@@ -8,12 +8,13 @@
  */
 import { execFile, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { mkdtempSync } from "node:fs"
+import { mkdtempSync, readFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
 import { afterAll, describe, expect, it } from "vitest"
+import { GATEWAY_NODE_FLAGS } from "../src/start/nodeFlags.ts"
 import { freshDatabase, type TestDatabase } from "./support/database.ts"
 import { type FakeOpenAi, startFakeOpenAi } from "./support/fakeOpenAiUpstream.ts"
 import { freePort, type GatewayProcess, startGatewayProcess, stopAllGatewayProcesses } from "./support/gatewayProcess.ts"
@@ -253,7 +254,8 @@ describe("one process per core", () => {
   it.runIf(onPostgres)("SVC_WORKERS=2 serves one port from two workers, replaces one that dies, and stops both on SIGTERM", async () => {
     const database = await newDatabase()
     const admin = `admin_${randomBytes(16).toString("hex")}`
-    const gateway = await startGatewayProcess({ env: { ...database.env, SVC_ADMIN_KEY: admin, SVC_WORKERS: "2" } })
+    // The supervisor started without the gateway's Node flags: it gives them to its workers itself.
+    const gateway = await startGatewayProcess({ env: { ...database.env, SVC_ADMIN_KEY: admin, SVC_WORKERS: "2" }, nodeFlags: [] })
     // Counted in the JSON lines (the output also holds each line as a person would read it).
     const listening = () => gateway.output().match(/"message":"svc listening on/g)?.length ?? 0
     const until = async (condition: () => boolean | Promise<boolean>, what: string) => {
@@ -268,6 +270,10 @@ describe("one process per core", () => {
     const workers = async () => (await run("pgrep", ["-P", String(gateway.pid)]).catch(() => ({ stdout: "" }))).stdout.split("\n").filter(Boolean)
     const [first, second] = await workers()
     expect(second).toBeDefined()
+    for (const worker of [first, second]) {
+      const commandLine = readFileSync(`/proc/${worker}/cmdline`, "utf8").split("\0")
+      expect(commandLine).toEqual(expect.arrayContaining([...GATEWAY_NODE_FLAGS]))
+    }
 
     const account = await call(gateway, "/v1/admin/accounts", admin, { name: "workers", credit_usd: "1" })
     const key = await call(gateway, `/v1/admin/accounts/${account.body.id}/keys`, admin, { name: "k", scopes: ["chat"] })

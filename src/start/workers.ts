@@ -11,6 +11,7 @@
  */
 import cluster, { type Worker } from "node:cluster"
 import { Deferred, Effect, Runtime } from "effect"
+import { withGatewayFlags } from "./nodeFlags.ts"
 
 /** Pause before a worker that died is replaced, so a crash loop cannot spin. */
 const RESPAWN_MS = 1000
@@ -48,6 +49,8 @@ export const superviseWorkers = (count: number) =>
     })
 
     yield* Effect.logInfo(`starting ${count} gateway processes (SVC_WORKERS) on one port`)
+    // Workers run with the gateway's Node flags however the supervisor itself was started.
+    cluster.setupPrimary({ execArgv: withGatewayFlags(process.execArgv) })
     for (let i = 0; i < count; i++) start()
     return yield* Deferred.await(failedStart).pipe(Effect.ensuring(stopAll))
   })

@@ -16,6 +16,7 @@ import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { dirname, join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
+import { GATEWAY_NODE_FLAGS } from "../../src/start/nodeFlags.ts"
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..")
 
@@ -51,6 +52,8 @@ export interface GatewayProcessOptions {
   readonly config?: unknown
   /** How long it may take to answer `/openapi.json`. */
   readonly readyTimeoutMs?: number
+  /** Node's flags for the process: the gateway's own (`npm start`'s) unless given. */
+  readonly nodeFlags?: ReadonlyArray<string>
 }
 
 const live = new Set<ChildProcess>()
@@ -137,7 +140,7 @@ const startOnce = async (options: GatewayProcessOptions, configPath: string, por
   Object.assign(env, { SVC_WORKERS: "1" }, options.env, { PORT: String(port), HOST: "127.0.0.1", SVC_CONFIG: configPath })
 
   installExitHook()
-  const child = spawn(process.execPath, ["--enable-source-maps", "dist/main.js"], {
+  const child = spawn(process.execPath, ["--enable-source-maps", ...(options.nodeFlags ?? GATEWAY_NODE_FLAGS), "dist/main.js"], {
     cwd: root,
     env,
     detached: true,
