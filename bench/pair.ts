@@ -13,10 +13,10 @@
 import { type ChildProcess, fork } from "node:child_process"
 import { existsSync } from "node:fs"
 import { join } from "node:path"
+import { withGatewayFlags } from "../src/start/nodeFlags.ts"
 import { children, median, nextMessage } from "./children.ts"
 import type { Job, Result } from "./load.ts"
 import { procCpuMicros } from "./processes.ts"
-import { withGatewayFlags } from "../src/start/nodeFlags.ts"
 
 /** CPU µs so far of a process's main thread (its id is the process's). */
 const mainThreadMicros = (pid: number) => procCpuMicros(pid, pid)

@@ -18,6 +18,7 @@
  */
 import type { ChildProcess } from "node:child_process"
 import { fileURLToPath } from "node:url"
+import { withGatewayFlags } from "../src/start/nodeFlags.ts"
 import { children, median, nextMessage, spawnChild } from "./children.ts"
 import { embeddingsStall } from "./embeddingsStall.ts"
 import { fairness } from "./fairness.ts"
@@ -31,7 +32,6 @@ import { retrievalBench } from "./retrieval.ts"
 import { slowStreamsRss } from "./slowStreams.ts"
 import { stagesBench } from "./stages.ts"
 import { targetsBench } from "./targets.ts"
-import { withGatewayFlags } from "../src/start/nodeFlags.ts"
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
