@@ -8,7 +8,9 @@
  * what shows it. The other checkout needs its own `node_modules` (a link to
  * this one's will do). Knobs: BENCH_PAIR_ROLE (`gateway`; or
  * `gateway-unbilled`, `gateway-embedded`), BENCH_PAIR_STREAM=1 (SSE),
- * BENCH_PAIR_CONNECTIONS (`1,50`), BENCH_ROUNDS, BENCH_SECONDS.
+ * BENCH_PAIR_CONNECTIONS (`1,50`), BENCH_ROUNDS, BENCH_SECONDS, and
+ * BENCH_PAIR_BASE_NODE_FLAGS (Node flags for the other checkout's servers,
+ * e.g. `--max-semi-space-size=16`: one setting against another, same code).
  */
 import { type ChildProcess, fork } from "node:child_process"
 import { existsSync } from "node:fs"
@@ -23,10 +25,10 @@ const mainThreadMicros = (pid: number) => procCpuMicros(pid, pid)
 
 type Server = { readonly child: ChildProcess; readonly url: string; readonly key?: string }
 
-const startFrom = async (checkout: string, args: Array<string>): Promise<Server> => {
+const startFrom = async (checkout: string, args: Array<string>, nodeFlags: Array<string> = []): Promise<Server> => {
   const child = fork(join(checkout, "bench", "servers.ts"), args, {
-    // As bench/run.ts starts its servers: with the gateway's Node flags (this checkout's list, for both).
-    execArgv: withGatewayFlags(["--import", "tsx"]),
+    // As bench/run.ts starts its servers: with the gateway's Node flags (this checkout's list), unless given others.
+    execArgv: withGatewayFlags(["--import", "tsx", ...nodeFlags]),
     cwd: checkout,
     stdio: ["ignore", "inherit", "inherit", "ipc"]
   })
@@ -49,7 +51,11 @@ export const pairBench = async (
   const body = process.env.BENCH_PAIR_STREAM === "1" ? bodies.stream : bodies.json
   const connections = (process.env.BENCH_PAIR_CONNECTIONS ?? "1,50").split(",").map(Number)
   const upstream = await startFrom(here, ["upstream"])
-  const targets = { base: await startFrom(base, [role, upstream.url]), here: await startFrom(here, [role, upstream.url]) }
+  const baseFlags = process.env.BENCH_PAIR_BASE_NODE_FLAGS?.split(" ").filter(Boolean) ?? []
+  const targets = {
+    base: await startFrom(base, [role, upstream.url], baseFlags),
+    here: await startFrom(here, [role, upstream.url])
+  }
   const loader = spawnLoader()
   await nextMessage(loader, "ready")
   const run = async (target: Server, concurrency: number, runSeconds: number) => {
