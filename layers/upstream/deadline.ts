@@ -42,7 +42,6 @@ export const attemptEnd = (timeoutMs: number, deadline: CallDeadline) =>
 /** The clock a runtime has unless a test swaps it for another (a `TestClock`): its timers are `setTimeout`s. */
 const liveClock = Effect.runSync(Effect.clock)
 
-
 /**
  * Fails `effect` with a timeout (interrupting it, so its scope aborts the request) unless it ends by
  * `endAt`. The work runs in a fiber of its own that a plain timer watches: `Effect.timeoutFail`

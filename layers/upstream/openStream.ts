@@ -6,7 +6,7 @@
  * the first content end by the attempt's end, and every later pull within the
  * idle limit too. An adapter that keeps the deadline times its own waits and
  * is opened at once in the call's scope (no scope of the route's own: that
- * cost a copy of the service context per stream); any other is opened by the
+ * cost a context change per stream); any other is opened by the
  * first pull of one watchdog for the whole stream, in a scope of the route's
  * own that is closed if it fails.
  */
