@@ -16,7 +16,7 @@
  * alone: other calls settled with it are unaffected. Billing checks an
  * upstream's usage before it makes the bill (layers/billing/usageCheck.ts).
  */
-import { Context, Effect, type Exit } from "effect"
+import { Context, Effect, type Exit, type Types } from "effect"
 import type { InsufficientFunds, NotFound } from "./ApiError.ts"
 import type { Tier } from "./Catalogue.ts"
 import type { PrivacyClass } from "./Config.ts"
@@ -147,32 +147,48 @@ export class Ledger extends Context.Tag("svc/Ledger")<Ledger, {
   readonly receipt: (accountId: string | null, id: string, whileOpen?: boolean) => Effect.Effect<Receipt, NotFound>
 }>() {}
 
-/** The receipt of a settled call: its bill as charged (`total`); the margin is what is left of it after the upstream cost. */
+/** What a receipt says before its settlement is written (no balance after it, no time of settlement). */
+export type UnsettledReceipt = Omit<Receipt, "balanceAfter" | "settledAt">
+
+/**
+ * A receipt's fields that do not wait for its settlement: its bill as charged (`total`); the margin
+ * is what is left of it after the upstream cost. The optional ones are set, not spread: a spread
+ * of a conditional object per field copies the receipt's properties one by one (docs/performance.md).
+ */
+export const unsettledReceipt = (reservation: Reservation, bill: Bill, total: Nanos, createdAt: Date): UnsettledReceipt => {
+  const receipt: Types.Mutable<UnsettledReceipt> = {
+    id: reservation.id,
+    accountId: reservation.accountId,
+    requestId: reservation.requestId,
+    createdAt,
+    endpoint: bill.endpoint,
+    model: bill.model,
+    tier: bill.tier,
+    privacyClass: bill.privacyClass,
+    usage: bill.usage,
+    price: bill.price,
+    cost: { upstream: bill.cost.upstream, margin: total - bill.cost.upstream, total },
+    estimated: reservation.amount,
+    reservedAt: reservation.reservedAt,
+    attempts: bill.attempts
+  }
+  if (bill.attestationVerdicts !== undefined) receipt.attestationVerdicts = bill.attestationVerdicts
+  if (bill.lineItems !== undefined) receipt.lineItems = bill.lineItems
+  if (bill.keyId !== undefined) receipt.keyId = bill.keyId
+  return receipt
+}
+
+/** The receipt of a settled call. */
 export const receiptOf = (
   reservation: Reservation,
   bill: Bill,
   settled: { readonly total: Nanos; readonly balanceAfter: Nanos; readonly createdAt: Date; readonly settledAt: Date }
-): Receipt => ({
-  id: reservation.id,
-  accountId: reservation.accountId,
-  requestId: reservation.requestId,
-  createdAt: settled.createdAt,
-  endpoint: bill.endpoint,
-  model: bill.model,
-  tier: bill.tier,
-  privacyClass: bill.privacyClass,
-  usage: bill.usage,
-  price: bill.price,
-  cost: { upstream: bill.cost.upstream, margin: settled.total - bill.cost.upstream, total: settled.total },
-  estimated: reservation.amount,
-  reservedAt: reservation.reservedAt,
-  settledAt: settled.settledAt,
-  balanceAfter: settled.balanceAfter,
-  attempts: bill.attempts,
-  ...(bill.attestationVerdicts !== undefined ? { attestationVerdicts: bill.attestationVerdicts } : {}),
-  ...(bill.lineItems !== undefined ? { lineItems: bill.lineItems } : {}),
-  ...(bill.keyId !== undefined ? { keyId: bill.keyId } : {})
-})
+): Receipt => {
+  const receipt = unsettledReceipt(reservation, bill, settled.total, settled.createdAt) as Types.Mutable<Receipt>
+  receipt.settledAt = settled.settledAt
+  receipt.balanceAfter = settled.balanceAfter
+  return receipt
+}
 
 /** `settleQueued` for a ledger with nothing to batch: settles at once, then answers. */
 export const settlingAtOnce =

@@ -16,16 +16,16 @@
  * it ends. (One beat, not a fiber and a timer per hold: those cost a call
  * more CPU than its renewal ever does.)
  */
-import { Cause, Clock, Effect, Exit, FiberRef, Layer, Option } from "effect"
+import { Cause, Effect, Exit, FiberRef, Layer, Option, Runtime } from "effect"
 import { currentRequestId } from "../../services/ApiError.ts"
 import { AppConfig } from "../../services/Config.ts"
 import type { Principal } from "../../services/ApiKeys.ts"
-import { Billing, type Hold, type PendingReceipt, type QueuedReceipt, type ServedCall, type Settlement } from "../../services/Billing.ts"
-import { currentCall } from "../../services/CallStats.ts"
+import { Billing, type Hold, type QueuedReceipt, type ServedCall, type Settlement } from "../../services/Billing.ts"
+import { type CallFacts, currentCall } from "../../services/CallStats.ts"
 import { DatabaseStatus } from "../../services/DatabaseStatus.ts"
 import { Ids } from "../../services/Ids.ts"
 import { Metrics } from "../../services/Metrics.ts"
-import { type Bill, Ledger, receiptOf, type Reservation } from "../../services/Ledger.ts"
+import { type Bill, Ledger, type Reservation, unsettledReceipt } from "../../services/Ledger.ts"
 import type { Nanos } from "../../services/Money.ts"
 import { Pricing, sumOfCosts } from "../../services/Pricing.ts"
 import { alongside, makeOverlapHints } from "./holdOverlap.ts"
@@ -54,6 +54,7 @@ export const BillingLive = Layer.scoped(
     const pricing = yield* Pricing
     const journal = yield* SettlementJournal
     const database = yield* DatabaseStatus
+    const clock = yield* Effect.clock
     const beatMillis = Math.max(1, Math.floor(((yield* AppConfig).file.billing.reservationLeaseSeconds * 1000) / 3))
     /** Holds taken whose settlement or release is not yet written: `drained` waits for none. */
     let unfinished = 0
@@ -154,16 +155,7 @@ export const BillingLive = Layer.scoped(
 
     /** The receipt as the ledger will write it (charging what the call cost), before it is written: balance unknown. */
     const unwritten = (reservation: Reservation, bill: Bill) =>
-      Effect.map(Clock.currentTimeMillis, (millis) => {
-        const now = new Date(millis)
-        const { balanceAfter: _, settledAt: __, ...receipt } = receiptOf(reservation, bill, {
-          total: bill.cost.total,
-          balanceAfter: 0n,
-          createdAt: now,
-          settledAt: now
-        })
-        return receipt
-      })
+      unsettledReceipt(reservation, bill, bill.cost.total, new Date(clock.unsafeCurrentTimeMillis()))
 
     /** Kept for later in the journal: answered with the receipt as it will be written. */
     const kept = (reservation: Reservation, bill: Bill, cause: Cause.Cause<unknown>) =>
@@ -172,19 +164,20 @@ export const BillingLive = Layer.scoped(
           yield* Effect.logError(`settlement of ${reservation.id} failed; kept in the journal`, cause)
         }
         yield* journal.keep({ reservation, bill })
-        return { ...(yield* unwritten(reservation, bill)), pending: true } as PendingReceipt
+        return Object.assign(unwritten(reservation, bill), { pending: true as const })
       })
 
-    /** What the call used and cost, for the request's monitoring record (src/http/callRecording.ts). */
+    /** Counts what the call used and cost in its request's monitoring record, if it has one (src/http/callRecording.ts). */
+    const count = (facts: CallFacts | null, settlement: Settlement) => {
+      if (facts === null) return
+      facts.inputTokens += settlement.usage.inputTokens
+      facts.outputTokens += settlement.usage.outputTokens
+      facts.spend += settlement.cost.total
+      facts.model = settlement.model
+      facts.privacyClass = settlement.privacyClass
+    }
     const countedForMonitoring = (settlement: Settlement) =>
-      Effect.map(FiberRef.get(currentCall), (facts) => {
-        if (facts === null) return
-        facts.inputTokens += settlement.usage.inputTokens
-        facts.outputTokens += settlement.usage.outputTokens
-        facts.spend += settlement.cost.total
-        facts.model = settlement.model
-        facts.privacyClass = settlement.privacyClass
-      })
+      Effect.map(FiberRef.get(currentCall), (facts) => count(facts, settlement))
 
     /** Settles now and waits for it: when the database is known to be away (the journal keeps it). */
     const written = (reservation: Reservation, bill: Bill, recordAfter: AfterSettle) =>
@@ -203,18 +196,27 @@ export const BillingLive = Layer.scoped(
      * settlement runs once the receipt is written, or once it is kept in the journal.
      */
     const queued = (reservation: Reservation, bill: Bill, recordAfter: AfterSettle) =>
-      Effect.gen(function*() {
-        const settlement: QueuedReceipt = { ...(yield* unwritten(reservation, bill)), queued: true }
-        yield* countedForMonitoring(settlement)
-        yield* ledger.settleQueued(reservation, bill, queue.track(yield* Effect.runtime<never>(), (answer) => {
-          // Written, and nothing to record after it: the hold has ended, with no fiber to run.
-          if (Exit.isSuccess(answer) && recordAfter === undefined) return void unfinished--
-          return Effect.flatMap(
-            Exit.isSuccess(answer) ? Effect.succeed<Settlement>(answer.value) : kept(reservation, bill, answer.cause),
-            (written) => recordAfter?.(written) ?? Effect.void
-          ).pipe(Effect.ensuring(finished))
-        }))
-        return settlement
+      // One step of the call's fiber, not a generator of four: this runs on every billed call.
+      Effect.withFiberRuntime<QueuedReceipt>((fiber, status) => {
+        const settlement: QueuedReceipt = Object.assign(unwritten(reservation, bill), { queued: true as const })
+        count(fiber.getFiberRef(currentCall), settlement)
+        // What runs after the write runs in the call's runtime, as `Effect.runtime` would give it.
+        const runtime = Runtime.make({
+          context: fiber.currentContext,
+          runtimeFlags: status.runtimeFlags,
+          fiberRefs: fiber.getFiberRefs()
+        })
+        return Effect.as(
+          ledger.settleQueued(reservation, bill, queue.track(runtime, (answer) => {
+            // Written, and nothing to record after it: the hold has ended, with no fiber to run.
+            if (Exit.isSuccess(answer) && recordAfter === undefined) return void unfinished--
+            return Effect.flatMap(
+              Exit.isSuccess(answer) ? Effect.succeed<Settlement>(answer.value) : kept(reservation, bill, answer.cause),
+              (written) => recordAfter?.(written) ?? Effect.void
+            ).pipe(Effect.ensuring(finished))
+          })),
+          settlement
+        )
       })
 
     const hold = (principal: Principal, amount: Nanos) =>

@@ -13,7 +13,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { HttpServerResponse } from "@effect/platform"
 import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
-import { Context, Effect, FiberId, FiberRef, Layer, ParseResult, Runtime, Schema, Scope } from "effect"
+import { Context, Effect, FiberId, FiberRef, FiberRefs, Layer, ParseResult, Runtime, Schema, Scope } from "effect"
 import { codeOf, currentRequestId, envelopeOf, statusOf } from "../../../services/ApiError.ts"
 import { ApiKeys } from "../../../services/ApiKeys.ts"
 import { CallStats, currentCall } from "../../../services/CallStats.ts"
@@ -75,14 +75,11 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
       return yield* chat(payload, headers["idempotency-key"], principal)
     }).pipe(Effect.catchIf(ParseResult.isParseError, HttpApiDecodeError.refailParseError))
 
-  const serve = (request: IncomingMessage, response: ServerResponse, text: string) =>
+  /** A call's own fiber refs (its request id, monitoring cell and rate-limit status), set as its fiber is made. */
+  type CallRefs = { readonly requestId: string; readonly call: ReturnType<typeof openCall>; readonly limits: RateLimitStatus }
+
+  const serve = (request: IncomingMessage, response: ServerResponse, text: string, { call, limits, requestId }: CallRefs) =>
     Effect.gen(function*() {
-      const requestId = ids.make("req")
-      yield* FiberRef.set(currentRequestId, requestId)
-      const call = openCall(stats, metrics, requestId, clock)
-      yield* FiberRef.set(currentCall, call.facts)
-      const limits: RateLimitStatus = {}
-      yield* FiberRef.set(currentRateLimits, limits)
       const { extra, answered } = yield* Effect.matchCauseEffect(answer(request, text), {
         onSuccess: (answered) => Effect.succeed({ answered, extra: {} as Record<string, string> }),
         onFailure: (cause) =>
@@ -118,7 +115,19 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
     if (!(Number(declared) <= maxBodyBytes)) return false
     if (crossOrigin && request.headers.origin !== undefined) return false
     readBody(request, (text) => {
-      const fiber = runFork(serve(request, response, text))
+      const requestId = ids.make("req")
+      const refs: CallRefs = { requestId, call: openCall(stats, metrics, requestId, clock), limits: {} }
+      // One copy of the new fiber's refs with all three, where a `FiberRef.set` each in the fiber copies them thrice.
+      const fiber = runFork(serve(request, response, text, refs), {
+        updateRefs: (fiberRefs, fiberId) =>
+          FiberRefs.updateManyAs(fiberRefs, {
+            entries: [
+              [currentRequestId, [[fiberId, requestId]]],
+              [currentCall, [[fiberId, refs.call.facts]]],
+              [currentRateLimits, [[fiberId, refs.limits]]]
+            ]
+          })
+      })
       response.on("close", () => {
         if (!response.writableEnded) fiber.unsafeInterruptAsFork(FiberId.none)
       })
