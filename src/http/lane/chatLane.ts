@@ -31,6 +31,7 @@ import { toApiError } from "../Edge.ts"
 import { addRateLimitHeaders } from "../rateLimitHeaders.ts"
 import { principalOf } from "../SecurityLive.ts"
 import { ServerWithLane } from "./laneServer.ts"
+import { plainChatRequest } from "./plainChatRequest.ts"
 import { writeResponse } from "./writeResponse.ts"
 
 const PATH = "/v1/chat/completions"
@@ -70,7 +71,10 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
   const answer = (request: IncomingMessage, text: string) =>
     Effect.gen(function*() {
       const principal = yield* principalOf(keys, ["chat"], request.headers.authorization)
-      const payload = yield* Effect.flatMap(checkedJson(text, { maxDepth: maxJsonDepth, maxArrayItems }), decodePayload)
+      const payload = yield* Effect.flatMap(checkedJson(text, { maxDepth: maxJsonDepth, maxArrayItems }), (json) => {
+        const plain = plainChatRequest(json)
+        return plain !== undefined ? Effect.succeed(plain) : decodePayload(json)
+      })
       const headers = yield* decodeHeaders(request.headers)
       return yield* chat(payload, headers["idempotency-key"], principal)
     }).pipe(Effect.catchIf(ParseResult.isParseError, HttpApiDecodeError.refailParseError))
