@@ -64,7 +64,13 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
   ])
   // Traces are off whenever the lane serves (above): spans would be made and dropped. Off in the
   // runtime the calls start from, not per call (`withTracerEnabled` is a fiber-ref change to undo).
-  const runFork = Runtime.runFork(yield* Effect.withTracerEnabled(Effect.runtime<never>(), false))
+  const runtime = yield* Effect.withTracerEnabled(Effect.runtime<never>(), false)
+  // A call's fiber starts with no services in its context: its effect requires none (every service
+  // was taken when the layers were built, which the types check), so its own scope is all it gets.
+  // With the app's ~50 services there, adding the scope copied them all on every call.
+  const runFork = Runtime.runFork(
+    Runtime.make({ context: Context.empty(), fiberRefs: runtime.fiberRefs, runtimeFlags: runtime.runtimeFlags })
+  )
   const errorOf = toApiError(maxBodyBytes, database)
 
   /** What the API's handler would answer, errors included (as the edge and HttpApi encode them). */
@@ -143,15 +149,16 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
 
 /**
  * `Effect.scoped` for an effect that is its fiber's whole life (each call runs in a fiber the lane
- * forked): the scope goes into the fiber's context once, where `Effect.scoped` provides it for a
- * region and restores the context after it, which costs a call more than the rest of its scope.
+ * forked, with an empty context): the scope becomes the fiber's context once, where `Effect.scoped`
+ * provides it for a region and restores the context after it, which costs a call more than the
+ * rest of its scope.
  */
 const inOwnScope = <A, E>(effect: Effect.Effect<A, E, Scope.Scope>): Effect.Effect<A, E> =>
   Effect.acquireUseRelease(
     Scope.make(),
     (scope) =>
       Effect.zipRight(
-        FiberRef.update(FiberRef.currentContext, Context.add(Scope.Scope, scope)),
+        FiberRef.set(FiberRef.currentContext, Context.make(Scope.Scope, scope)),
         effect as Effect.Effect<A, E>
       ),
     (scope, exit) => Scope.close(scope, exit)
