@@ -16,7 +16,7 @@
  * it ends. (One beat, not a fiber and a timer per hold: those cost a call
  * more CPU than its renewal ever does.)
  */
-import { Cause, Effect, Exit, FiberRef, Layer, Option, Runtime } from "effect"
+import { Cause, Effect, Exit, FiberRef, Layer, Option } from "effect"
 import { currentRequestId } from "../../services/ApiError.ts"
 import { AppConfig } from "../../services/Config.ts"
 import type { Principal } from "../../services/ApiKeys.ts"
@@ -188,7 +188,9 @@ export const BillingLive = Layer.scoped(
         Effect.ensuring(finished)
       )
 
-    const queue = makeSettlementQueue()
+    // What runs after a queued settlement is written runs in this layer's runtime: a call's own adds
+    // nothing to it (no log annotations of its own), and capturing it cost every call a copy of its fiber refs.
+    const queue = makeSettlementQueue(yield* Effect.runtime<never>())
     const settled = queue.settledWithin(SETTLED_WAIT_MILLIS)
     /**
      * Queues the settlement for the account's next ledger turn and answers at once with its amounts
@@ -197,17 +199,11 @@ export const BillingLive = Layer.scoped(
      */
     const queued = (reservation: Reservation, bill: Bill, recordAfter: AfterSettle) =>
       // One step of the call's fiber, not a generator of four: this runs on every billed call.
-      Effect.withFiberRuntime<QueuedReceipt>((fiber, status) => {
+      Effect.withFiberRuntime<QueuedReceipt>((fiber) => {
         const settlement: QueuedReceipt = Object.assign(unwritten(reservation, bill), { queued: true as const })
         count(fiber.getFiberRef(currentCall), settlement)
-        // What runs after the write runs in the call's runtime, as `Effect.runtime` would give it.
-        const runtime = Runtime.make({
-          context: fiber.currentContext,
-          runtimeFlags: status.runtimeFlags,
-          fiberRefs: fiber.getFiberRefs()
-        })
         return Effect.as(
-          ledger.settleQueued(reservation, bill, queue.track(runtime, (answer) => {
+          ledger.settleQueued(reservation, bill, queue.track((answer) => {
             // Written, and nothing to record after it: the hold has ended, with no fiber to run.
             if (Exit.isSuccess(answer) && recordAfter === undefined) return void unfinished--
             return Effect.flatMap(

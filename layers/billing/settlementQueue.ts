@@ -11,7 +11,7 @@
 import { Effect, type Exit, Runtime } from "effect"
 import type { Receipt } from "../../services/Ledger.ts"
 
-export const makeSettlementQueue = () => {
+export const makeSettlementQueue = (runtime: Runtime.Runtime<never>) => {
   /** Each queued settlement's number, until its answer has been handled. */
   const open = new Set<number>()
   let last = 0
@@ -33,11 +33,11 @@ export const makeSettlementQueue = () => {
 
   return {
     /**
-     * The ledger's callback for one queued settlement: runs what `after` answers for it, in `runtime`
-     * (the call's, so its logs keep the request's annotations), and counts it done then; at once
-     * when `after` answers nothing to run (the common case: no fiber for it).
+     * The ledger's callback for one queued settlement: runs what `after` answers for it, in a fiber
+     * of `runtime`, and counts it done then; at once when `after` answers nothing to run (the common
+     * case: no fiber for it).
      */
-    track: (runtime: Runtime.Runtime<never>, after: (answer: Exit.Exit<Receipt>) => Effect.Effect<void> | undefined) => {
+    track: (after: (answer: Exit.Exit<Receipt>) => Effect.Effect<void> | undefined) => {
       const n = ++last
       open.add(n)
       return (answer: Exit.Exit<Receipt>) => {
