@@ -5,9 +5,9 @@
  * the same check for the chat lane (src/http/lane/), which has no middleware.
  */
 import { HttpServerRequest } from "@effect/platform"
-import { Effect, FiberRef, Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { Unauthorized } from "../../services/ApiError.ts"
-import { ApiKeys, type Scope } from "../../services/ApiKeys.ts"
+import { ApiKeys, type Principal, type Scope } from "../../services/ApiKeys.ts"
 import { currentCall } from "../../services/CallStats.ts"
 import { AdminScope, AgentsScope, AnyKey, ChatScope, MonitoringScope } from "../api/Security.ts"
 
@@ -17,24 +17,26 @@ const BEARER = /^Bearer +(\S+) *$/i
  * The principal of an `Authorization` header: a key with any one of the `accepted` scopes gets in
  * (none listed: any valid key); a refusal names the first.
  */
-export const principalOf = (keys: ApiKeys["Type"], accepted: ReadonlyArray<Scope>, authorization: string | undefined) =>
-  Effect.gen(function*() {
-    const token = BEARER.exec(authorization ?? "")?.[1]
-    if (token === undefined) {
-      return yield* new Unauthorized({ message: "Send your API key as `Authorization: Bearer <key>`." })
-    }
-    const principal = yield* keys.authenticate(token)
+export const principalOf = (keys: ApiKeys["Type"], accepted: ReadonlyArray<Scope>, authorization: string | undefined) => {
+  const token = BEARER.exec(authorization ?? "")?.[1]
+  if (token === undefined) {
+    return Effect.fail(new Unauthorized({ message: "Send your API key as `Authorization: Bearer <key>`." }))
+  }
+  return Effect.flatMap(keys.authenticate(token), (principal) => {
     if (accepted.length > 0 && !accepted.some((scope) => principal.scopes.includes(scope))) {
-      return yield* new Unauthorized({ message: `This endpoint needs a key with the "${accepted[0]}" scope.` })
+      return Effect.fail(new Unauthorized({ message: `This endpoint needs a key with the "${accepted[0]}" scope.` }))
     }
     // Monitoring counts the call for this key's account (src/http/callRecording.ts).
-    const call = yield* FiberRef.get(currentCall)
-    if (call !== null && principal.accountId !== null) {
-      call.accountId = principal.accountId
-      call.keyId = principal.keyId
-    }
-    return principal
+    return Effect.withFiberRuntime<Principal>((fiber) => {
+      const call = fiber.getFiberRef(currentCall)
+      if (call !== null && principal.accountId !== null) {
+        call.accountId = principal.accountId
+        call.keyId = principal.keyId
+      }
+      return Effect.succeed(principal)
+    })
   })
+}
 
 const authenticate = (accepted: ReadonlyArray<Scope>) =>
   Effect.map(ApiKeys, (keys) => ({

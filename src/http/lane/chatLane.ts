@@ -73,17 +73,19 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
   )
   const errorOf = toApiError(maxBodyBytes, database)
 
-  /** What the API's handler would answer, errors included (as the edge and HttpApi encode them). */
+  /**
+   * What the API's handler would answer, errors included (as the edge and HttpApi encode them): the
+   * key, then the body, then the headers, as the app checks them. A chain, not a generator: it runs
+   * on every call.
+   */
   const answer = (request: IncomingMessage, text: string) =>
-    Effect.gen(function*() {
-      const principal = yield* principalOf(keys, ["chat"], request.headers.authorization)
-      const payload = yield* Effect.flatMap(checkedJson(text, { maxDepth: maxJsonDepth, maxArrayItems }), (json) => {
+    Effect.flatMap(principalOf(keys, ["chat"], request.headers.authorization), (principal) =>
+      Effect.flatMap(checkedJson(text, { maxDepth: maxJsonDepth, maxArrayItems }), (json) => {
+        const withPayload = (payload: ChatRequest) =>
+          Effect.flatMap(decodeHeaders(request.headers), (headers) => chat(payload, headers["idempotency-key"], principal))
         const plain = plainChatRequest(json)
-        return plain !== undefined ? Effect.succeed(plain) : decodePayload(json)
-      })
-      const headers = yield* decodeHeaders(request.headers)
-      return yield* chat(payload, headers["idempotency-key"], principal)
-    }).pipe(Effect.catchIf(ParseResult.isParseError, HttpApiDecodeError.refailParseError))
+        return plain !== undefined ? withPayload(plain) : Effect.flatMap(decodePayload(json), withPayload)
+      })).pipe(Effect.catchIf(ParseResult.isParseError, HttpApiDecodeError.refailParseError))
 
   /** A call's own fiber refs (its request id, monitoring cell and rate-limit status), set as its fiber is made. */
   type CallRefs = { readonly requestId: string; readonly call: ReturnType<typeof openCall>; readonly limits: RateLimitStatus }
