@@ -19,6 +19,7 @@
 import type { ChildProcess } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { withGatewayFlags } from "../src/start/nodeFlags.ts"
+import { allocationBench } from "./allocation.ts"
 import { children, median, nextMessage, spawnChild } from "./children.ts"
 import { embeddingsStall } from "./embeddingsStall.ts"
 import { fairness } from "./fairness.ts"
@@ -87,6 +88,10 @@ const main = async () => {
   if (process.env.BENCH_ONLY === "monitoring") return within(600_000, "monitoring", monitoringBench)
   if (process.env.BENCH_ONLY === "processes") {
     await processesBench(startServer, () => spawn("./load.ts"), bodies.json, SECONDS)
+    return clearTimeout(deadline)
+  }
+  if (process.env.BENCH_ONLY === "allocation") {
+    await allocationBench(startServer, () => spawn("./load.ts"), bodies.json, SECONDS)
     return clearTimeout(deadline)
   }
   if (process.env.BENCH_ONLY === "pair") {

@@ -5,8 +5,9 @@
  * `gateway-embedded` (on PGlite even when DATABASE_URL is set) or `gateway-unbilled` (a no-op ledger).
  * Sends `{ ready: { url, key? } }` to the parent, answers "stats" with
  * `{ stats: { cpuMicros, connections } }` (its CPU time so far; for the
- * upstream, the TCP connections it accepted), and stops on "stop" or when the
- * parent goes away.
+ * upstream, the TCP connections it accepted) and "heap-start"/"heap-stop"
+ * with a sampling heap profile (bench/heapSampling.ts), and stops on "stop"
+ * or when the parent goes away.
  */
 import { mkdtempSync, rmSync } from "node:fs"
 import { createServer } from "node:http"
@@ -22,6 +23,7 @@ import { coreWith } from "../layers/Core.ts"
 import { LedgerPg } from "../layers/billing/LedgerPg.ts"
 import { CallStatsNone } from "../layers/monitoring/CallStatsNone.ts"
 import { NoopLedger } from "./noopLedger.ts"
+import { answerHeapMessages } from "./heapSampling.ts"
 import { VAST_MODEL } from "./refusal.ts"
 
 const BENCH_MODEL = "svc/bench"
@@ -142,6 +144,7 @@ const main = async () => {
     if (message === "stats") process.send!({ stats: { cpuMicros: user + system, connections: connections(), rss: process.memoryUsage.rss(), heap: process.memoryUsage().heapUsed, external: process.memoryUsage().external, arrayBuffers: process.memoryUsage().arrayBuffers } })
   })
   process.on("disconnect", stop)
+  answerHeapMessages()
   process.send!({ ready: { url: server.url, key: server.key, brokeKey: "brokeKey" in server ? server.brokeKey : undefined } })
 }
 

@@ -1,0 +1,45 @@
+/**
+ * `BENCH_ONLY=allocation`: what a billed JSON call allocates in the gateway,
+ * at 50 connections: a sampling heap profile of the gateway process while it
+ * is loaded (bench/heapSampling.ts), divided by the calls served, in all and
+ * by source file. Freed objects count: they are what the garbage collector
+ * works through, and in session 23 the bytes a call allocated predicted its
+ * CPU better than its count of Effect operations (docs/performance.md).
+ */
+import type { ChildProcess } from "node:child_process"
+import { nextMessage } from "./children.ts"
+import type { Job, Result } from "./load.ts"
+
+type StartServer = (args: Array<string>) => Promise<{ readonly child: ChildProcess; readonly url: string; readonly key?: string }>
+
+/** Files listed: the rest are summed on one line. */
+const LISTED = 25
+
+export const allocationBench = async (startServer: StartServer, spawnLoader: () => ChildProcess, body: string, seconds: number) => {
+  const upstream = await startServer(["upstream"])
+  const gateway = await startServer(["gateway", upstream.url])
+  const loader = spawnLoader()
+  await nextMessage(loader, "ready")
+  const load = (runSeconds: number) => {
+    loader.send({ url: gateway.url, key: gateway.key, body, concurrency: 50, seconds: runSeconds } satisfies Job)
+    return nextMessage<Result>(loader, "result")
+  }
+  await load(2) // warm: compiled code and filled caches, not start-up, are measured
+  gateway.child.send("heap-start")
+  await nextMessage(gateway.child, "heapStarted")
+  const { requests, rps } = await load(seconds)
+  gateway.child.send("heap-stop")
+  const { byFile, bytes } = await nextMessage<{ bytes: number; byFile: Array<[string, number]> }>(gateway.child, "heap")
+  for (const server of [upstream, gateway, { child: loader }]) server.child.send("stop")
+  const perCall = (n: number) => (n / Math.max(1, requests) / 1024).toFixed(1)
+  const rest = byFile.slice(LISTED).reduce((sum, [, n]) => sum + n, 0)
+  console.log([
+    "",
+    `Allocated per JSON call, 50 connections, ${seconds} s (${requests} calls, ${rps.toFixed(0)} req/s while sampled): **${perCall(bytes)} KiB**`,
+    "",
+    "| file or package | KiB a call | share |",
+    "|---|---:|---:|",
+    ...byFile.slice(0, LISTED).map(([file, n]) => `| ${file} | ${perCall(n)} | ${((100 * n) / bytes).toFixed(1)}% |`),
+    `| the rest | ${perCall(rest)} | ${((100 * rest) / bytes).toFixed(1)}% |`
+  ].join("\n"))
+}
