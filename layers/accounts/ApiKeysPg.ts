@@ -175,19 +175,21 @@ export const ApiKeysPg = Layer.scoped(
           return rows.length === 1 ? Option.some(key) : Option.none()
         }).pipe(Effect.orDie),
 
-      authenticate: (token) =>
-        Effect.gen(function*() {
-          const hash = sha256(token)
-          if (adminHash !== undefined && timingSafeEqual(hash, adminHash)) return bootstrapPrincipal
+      authenticate: (token) => {
+        const hash = sha256(token)
+        if (adminHash !== undefined && timingSafeEqual(hash, adminHash)) return Effect.succeed(bootstrapPrincipal)
+        const operator = token.startsWith(OPERATOR_PREFIX)
+        // A key this process keeps answers at once: one step, not a generator, on every call.
+        const known = operator || !KEY_SHAPE.test(token) ? undefined : remembered.get(hash.toString("base64"))
+        if (known !== undefined) return Effect.succeed(known)
+        return Effect.gen(function*() {
           // Operator calls are rare: the row is read every time, so a replacement counts at once everywhere.
-          if (token.startsWith(OPERATOR_PREFIX)) {
+          if (operator) {
             const [row] = yield* sql<{ secret_sha256: Uint8Array }>`SELECT secret_sha256 FROM operator_key`.pipe(Effect.orDie)
             if (row !== undefined && timingSafeEqual(Buffer.from(row.secret_sha256), hash)) return bootstrapPrincipal
             return yield* Effect.fail(rejected)
           }
           if (!KEY_SHAPE.test(token)) return yield* Effect.fail(rejected)
-          const known = remembered.get(hash.toString("base64"))
-          if (known !== undefined) return known
           const revocationsBefore = revocations
           const [row] = yield* sql<KeyRow & { account_concurrency: number | null }>`
             SELECT k.*, a.concurrency AS account_concurrency
@@ -209,6 +211,7 @@ export const ApiKeysPg = Layer.scoped(
           }
           return principal
         })
+      }
     }
   })
 )

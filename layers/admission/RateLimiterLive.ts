@@ -58,6 +58,14 @@ const refusal = new ServiceUnavailable({
   retryAfterSeconds: 1
 })
 
+/** A key's buckets (requests first, then tokens; those it has) and the key its counts are batched under. */
+interface KeyLimits {
+  readonly requests: Bucket | undefined
+  readonly tokens: Bucket | undefined
+  readonly buckets: ReadonlyArray<Bucket>
+  readonly batchKey: string
+}
+
 /** Says once when the store becomes unreachable and once when it is back, not on every call in between. */
 const outageLog = () => {
   let down = false
@@ -117,20 +125,33 @@ export const RateLimiterLive = Layer.scoped(
 
     const permits = yield* makePermits(store, leaseMs, LINGER_MS, SWEEP_MS)
     /** One of the account's concurrent-call permits, held until the scope closes. */
-    const permit = (principal: Principal & { readonly accountId: string }, cap: number) =>
+    const permit = (principal: Principal, accountId: string, cap: number) =>
       Effect.gen(function*() {
-        if (yield* permits.hold(principal.accountId, cap)) return
+        if (yield* permits.hold(accountId, cap)) return
         yield* refused("concurrency", principal, 1000)
         return yield* retryLater(`${cap} concurrent calls per account`, 1000)
       })
 
-    const bucketsOf = (principal: Principal) => {
+    /**
+     * A key's buckets and its batches' key, made once per principal (a key's principal is kept as long
+     * as the key is, and a changed limit makes a new one): not rebuilt, strings and all, on every call.
+     */
+    const limitsByPrincipal = new WeakMap<Principal, KeyLimits>()
+    const limitsOf = (principal: Principal): KeyLimits => {
+      const known = limitsByPrincipal.get(principal)
+      if (known !== undefined) return known
       const rpm = principal.rpm ?? defaults.rpm
       const tpm = principal.tpm ?? defaults.tpm
-      return {
-        requests: rpm === undefined ? undefined : { key: `${principal.keyId}:rpm`, limit: rpm, windowMs: MINUTE_MS },
-        tokens: tpm === undefined ? undefined : { key: `${principal.keyId}:tpm`, limit: tpm, windowMs: MINUTE_MS }
+      const requests = rpm === undefined ? undefined : { key: `${principal.keyId}:rpm`, limit: rpm, windowMs: MINUTE_MS }
+      const tokens = tpm === undefined ? undefined : { key: `${principal.keyId}:tpm`, limit: tpm, windowMs: MINUTE_MS }
+      const limits = {
+        requests,
+        tokens,
+        buckets: [requests, tokens].filter((bucket): bucket is Bucket => bucket !== undefined),
+        batchKey: `${principal.keyId}:${requests?.limit}:${tokens?.limit}`
       }
+      limitsByPrincipal.set(principal, limits)
+      return limits
     }
 
     /**
@@ -188,16 +209,12 @@ export const RateLimiterLive = Layer.scoped(
         Effect.gen(function*() {
           if (principal.accountId === null) return unlimited
           const cap = principal.concurrency ?? defaults.concurrency
-          if (cap !== undefined) yield* permit({ ...principal, accountId: principal.accountId }, cap)
-          const { requests, tokens: tokenBucket } = bucketsOf(principal)
-          const buckets: Array<Bucket> = []
-          const amounts: Array<number> = []
-          if (requests !== undefined) buckets.push(requests), amounts.push(1)
-          const counted = tokenBucket === undefined ? 0 : Math.min(wholeTokens(tokens, tokenBucket.limit), tokenBucket.limit)
-          if (tokenBucket !== undefined) buckets.push(tokenBucket), amounts.push(counted)
+          if (cap !== undefined) yield* permit(principal, principal.accountId, cap)
+          const { batchKey, buckets, requests, tokens: tokenBucket } = limitsOf(principal)
           if (buckets.length === 0) return unlimited
+          const counted = tokenBucket === undefined ? 0 : Math.min(wholeTokens(tokens, tokenBucket.limit), tokenBucket.limit)
+          const amounts = requests === undefined ? [counted] : tokenBucket === undefined ? [1] : [1, counted]
 
-          const batchKey = `${principal.keyId}:${requests?.limit}:${tokenBucket?.limit}`
           const lease = leases.of(batchKey, buckets)
           const claimed = claim(lease, amounts)
           const rest = amounts.map((amount, i) => amount - claimed[i]!)
