@@ -9,7 +9,7 @@
  * when its scope closes; a process that dies leaves permits that expire.
  * The bootstrap operator key (no account) is never limited.
  */
-import { Clock, Effect, Exit, FiberRef, Layer, Option } from "effect"
+import { Clock, Context, DefaultServices, Effect, Exit, Layer, Option } from "effect"
 import { RateLimited, ServiceUnavailable } from "../../services/ApiError.ts"
 import type { Principal } from "../../services/ApiKeys.ts"
 import { AppConfig } from "../../services/Config.ts"
@@ -126,11 +126,10 @@ export const RateLimiterLive = Layer.scoped(
     const permits = yield* makePermits(store, leaseMs, LINGER_MS, SWEEP_MS)
     /** One of the account's concurrent-call permits, held until the scope closes. */
     const permit = (principal: Principal, accountId: string, cap: number) =>
-      Effect.gen(function*() {
-        if (yield* permits.hold(accountId, cap)) return
-        yield* refused("concurrency", principal, 1000)
-        return yield* retryLater(`${cap} concurrent calls per account`, 1000)
-      })
+      Effect.flatMap(permits.hold(accountId, cap), (held) =>
+        held
+          ? Effect.void
+          : Effect.zipRight(refused("concurrency", principal, 1000), Effect.fail(retryLater(`${cap} concurrent calls per account`, 1000))))
 
     /**
      * A key's buckets and its batches' key, made once per principal (a key's principal is kept as long
@@ -225,13 +224,16 @@ export const RateLimiterLive = Layer.scoped(
           if (taken !== undefined) yield* outage.succeeded
           const refusedAtStore = taken !== undefined && !taken.ok
           if (refusedAtStore) unclaim(lease, claimed)
-          const status = yield* FiberRef.get(currentRateLimits)
-          if (status !== null) {
-            const now = yield* Clock.currentTimeMillis
+          // The request's status cell and the time in one step (every call passes here).
+          yield* Effect.withFiberRuntime((fiber) => {
+            const status = fiber.getFiberRef(currentRateLimits)
+            if (status === null) return Effect.void
+            const now = Context.get(fiber.getFiberRef(DefaultServices.currentServices), Clock.Clock).unsafeCurrentTimeMillis()
             buckets.forEach((bucket, i) => {
               status[bucket === requests ? "requests" : "tokens"] = windowState(bucket, visible(lease, i, now))
             })
-          }
+            return Effect.void
+          })
           if (refusedAtStore) {
             const short = buckets.flatMap((bucket, i) => {
               const ms = msUntil(bucket, taken.available[i]!, rest[i]!)
