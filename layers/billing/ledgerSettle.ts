@@ -244,13 +244,16 @@ export const makeSettleBatch = (run: StatementRunner, sql: SqlClient.SqlClient, 
         ))
     })
 
-  /** Each call's receipt from the rows a statement returned; a call without one was swept first. */
+  /** Each call's receipt from the rows a statement returned (a loop: only a call swept first, with no row, needs an effect). */
   const answerRows = (items: ReadonlyArray<SettleItem>, rows: ReadonlyArray<SettledRow>) => {
     const byId = new Map(rows.map((row) => [row.id, row]))
-    return Effect.forEach(items, (item) => {
+    const exits = items.map((item) => {
       const row = byId.get(item.reservation.id)
-      return Effect.exit(row !== undefined ? Effect.succeed(settledReceipt(item, row)) : settleAfterSweep(item))
+      return row === undefined ? undefined : Exit.succeed(settledReceipt(item, row))
     })
+    return exits.includes(undefined)
+      ? Effect.forEach(items, (item, i) => exits[i] !== undefined ? Effect.succeed(exits[i]!) : Effect.exit(settleAfterSweep(item)))
+      : Effect.succeed(exits as ReadonlyArray<Exit.Exit<Receipt>>)
   }
 
   /**
