@@ -60,5 +60,8 @@ export const errorKindOf = (error: unknown): string => {
   return kinds.join(" ") || "unspecified"
 }
 
-/** The time in whole seconds, read from Effect's `Clock` (so a TestClock controls it). */
-export const nowSeconds: Effect.Effect<number> = Effect.map(Clock.currentTimeMillis, (millis) => Math.floor(millis / 1000))
+/** The time in whole seconds by `clock` (from `Effect.clockWith`, so a TestClock controls it). */
+export const secondsOf = (clock: Clock.Clock) => Math.floor(clock.unsafeCurrentTimeMillis() / 1000)
+
+/** The time in whole seconds, read from Effect's `Clock`. */
+export const nowSeconds: Effect.Effect<number> = Effect.clockWith((clock) => Effect.succeed(secondsOf(clock)))

@@ -7,7 +7,7 @@
 import { Effect, Schema } from "effect"
 import type { ProviderConfig } from "../../../services/Config.ts"
 import { type ProviderAdapter, type ProviderPlugin, registerPlugin } from "../../../services/Providers.ts"
-import { nowSeconds, protocolFailureOf } from "../../support/json.ts"
+import { protocolFailureOf, secondsOf } from "../../support/json.ts"
 import { sseStream } from "../../support/sse.ts"
 import { apiKeyOf, baseUrlOf, makeUpstreamHttp, requestHeaders } from "../../support/upstreamHttp.ts"
 import { embeddingsBody, embeddingsOf } from "./embed.ts"
@@ -55,19 +55,21 @@ const make = (
     })
     const chatPath = `${basePath}/chat/completions`
 
+    // Chains, not generators: every call runs one of these.
     const complete: ProviderAdapter["complete"] = (call) =>
-      Effect.gen(function*() {
-        const text = yield* http.postText(chatPath, chatBody(call, false), jsonHeaders, call.deadline?.endAt)
-        const now = yield* nowSeconds
-        return yield* Effect.try({ try: () => completionOf(JSON.parse(text), call.upstreamModel, now), catch: protocolFailureOf })
-      })
+      Effect.flatMap(http.postText(chatPath, chatBody(call, false), jsonHeaders, call.deadline?.endAt), (text) =>
+        Effect.clockWith((clock) =>
+          Effect.try({
+            try: () => completionOf(JSON.parse(text), call.upstreamModel, secondsOf(clock)),
+            catch: protocolFailureOf
+          })
+        ))
 
     const stream: ProviderAdapter["stream"] = (call) =>
-      Effect.gen(function*() {
-        const body = yield* http.postStream(chatPath, chatBody(call, true), sseHeaders, call.deadline?.endAt)
-        const now = yield* nowSeconds
-        return sseStream(body, translator(call.upstreamModel, now), { endMarker: true, deadline: call.deadline })
-      })
+      Effect.flatMap(http.postStream(chatPath, chatBody(call, true), sseHeaders, call.deadline?.endAt), (body) =>
+        Effect.clockWith((clock) =>
+          Effect.succeed(sseStream(body, translator(call.upstreamModel, secondsOf(clock)), { endMarker: true, deadline: call.deadline }))
+        ))
 
     const embed: NonNullable<ProviderAdapter["embed"]> = (call) =>
       Effect.gen(function*() {
