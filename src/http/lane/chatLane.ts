@@ -90,35 +90,47 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
   /** A call's own fiber refs (its request id, monitoring cell and rate-limit status), set as its fiber is made. */
   type CallRefs = { readonly requestId: string; readonly call: ReturnType<typeof openCall>; readonly limits: RateLimitStatus }
 
+  /** The answer (or the error's envelope), then its head and the call's count, then the body. */
   const serve = (request: IncomingMessage, response: ServerResponse, text: string, { call, limits, requestId }: CallRefs) =>
-    Effect.gen(function*() {
-      const { extra, answered } = yield* Effect.matchCauseEffect(answer(request, text), {
-        onSuccess: (answered) => Effect.succeed({ answered, extra: {} as Record<string, string> }),
-        onFailure: (cause) =>
-          Effect.map(errorOf(cause), (error) => {
-            call.facts.code = codeOf(error)
-            return {
-              answered: jsonError(statusOf(error), JSON.stringify(envelopeOf(error, requestId))),
-              extra: "retryAfterSeconds" in error && error.retryAfterSeconds !== undefined
-                ? { "retry-after": String(error.retryAfterSeconds) }
-                : {} as Record<string, string>
-            }
-          })
-      })
-      // Added in place, not spread: no object per part, no object with computed names (docs/performance.md).
-      const headers: Record<string, string> = Object.assign({}, answered.headers, extra)
-      addRateLimitHeaders(headers, limits)
-      headers["x-request-id"] = requestId
-      if (answered.body._tag !== "Stream") {
-        yield* call.count("POST", PATH, answered.status, undefined)
-        return yield* writeResponse(response, answered, headers)
-      }
-      let firstByteMs: number | undefined
-      const firstByte = () => void (firstByteMs ??= clock.unsafeCurrentTimeMillis() - call.startedAt)
-      yield* writeResponse(response, answered, headers, firstByte).pipe(
-        Effect.ensuring(Effect.suspend(() => call.count("POST", PATH, answered.status, firstByteMs)))
-      )
+    Effect.matchCauseEffect(answer(request, text), {
+      onSuccess: (answered) => written(response, answered, {}, call, limits, requestId),
+      onFailure: (cause) =>
+        Effect.flatMap(errorOf(cause), (error) => {
+          call.facts.code = codeOf(error)
+          return written(
+            response,
+            jsonError(statusOf(error), JSON.stringify(envelopeOf(error, requestId))),
+            "retryAfterSeconds" in error && error.retryAfterSeconds !== undefined
+              ? { "retry-after": String(error.retryAfterSeconds) }
+              : {},
+            call,
+            limits,
+            requestId
+          )
+        })
     }).pipe(inOwnScope)
+
+  const written = (
+    response: ServerResponse,
+    answered: HttpServerResponse.HttpServerResponse,
+    extra: Record<string, string>,
+    call: CallRefs["call"],
+    limits: RateLimitStatus,
+    requestId: string
+  ) => {
+    // Added in place, not spread: no object per part, no object with computed names (docs/performance.md).
+    const headers: Record<string, string> = Object.assign({}, answered.headers, extra)
+    addRateLimitHeaders(headers, limits)
+    headers["x-request-id"] = requestId
+    if (answered.body._tag !== "Stream") {
+      return Effect.zipRight(call.count("POST", PATH, answered.status, undefined), writeResponse(response, answered, headers))
+    }
+    let firstByteMs: number | undefined
+    const firstByte = () => void (firstByteMs ??= clock.unsafeCurrentTimeMillis() - call.startedAt)
+    return writeResponse(response, answered, headers, firstByte).pipe(
+      Effect.ensuring(Effect.suspend(() => call.count("POST", PATH, answered.status, firstByteMs)))
+    )
+  }
 
   server.lane = (request, response) => {
     if (request.method !== "POST" || request.url !== PATH) return false
