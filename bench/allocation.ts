@@ -7,10 +7,8 @@
  * CPU better than its count of Effect operations (docs/performance.md).
  */
 import type { ChildProcess } from "node:child_process"
-import { nextMessage } from "./children.ts"
+import { nextMessage, type StartServer } from "./children.ts"
 import type { Job, Result } from "./load.ts"
-
-type StartServer = (args: Array<string>) => Promise<{ readonly child: ChildProcess; readonly url: string; readonly key?: string }>
 
 /** Files listed: the rest are summed on one line. */
 const LISTED = 25

@@ -3,6 +3,10 @@ import { type ChildProcess, fork } from "node:child_process"
 
 export const children: Array<ChildProcess> = []
 
+/** A bench server (bench/servers.ts) as its parent holds it, and how a bench starts one. */
+export type Server = { readonly child: ChildProcess; readonly url: string; readonly key?: string }
+export type StartServer = (args: Array<string>) => Promise<Server>
+
 export const spawnChild = (
   file: string,
   args: Array<string> = [],

@@ -16,14 +16,13 @@ import { type ChildProcess, fork } from "node:child_process"
 import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { withGatewayFlags } from "../src/start/nodeFlags.ts"
-import { children, median, nextMessage } from "./children.ts"
+import { children, median, nextMessage, type Server } from "./children.ts"
 import type { Job, Result } from "./load.ts"
 import { procCpuMicros } from "./processes.ts"
 
 /** CPU µs so far of a process's main thread (its id is the process's). */
 const mainThreadMicros = (pid: number) => procCpuMicros(pid, pid)
 
-type Server = { readonly child: ChildProcess; readonly url: string; readonly key?: string }
 
 const startFrom = async (checkout: string, args: Array<string>, nodeFlags: Array<string> = []): Promise<Server> => {
   const child = fork(join(checkout, "bench", "servers.ts"), args, {

@@ -14,10 +14,9 @@
 import type { ChildProcess } from "node:child_process"
 import { readdirSync, readFileSync } from "node:fs"
 import pg from "pg"
-import { nextMessage } from "./children.ts"
+import { nextMessage, type Server, type StartServer } from "./children.ts"
 import type { Job, Result } from "./load.ts"
 
-type Server = { readonly child: ChildProcess; readonly url: string; readonly key?: string }
 
 /** CPU µs so far of a process, or of one of its threads, from /proc (user and system, in 1/100 s ticks; 0 without /proc). */
 export const procCpuMicros = (pid: number, thread?: number) => {
@@ -46,7 +45,7 @@ const postgresPids = () => {
 }
 
 export const processesBench = async (
-  startServer: (args: Array<string>) => Promise<Server>,
+  startServer: StartServer,
   spawnLoader: () => ChildProcess,
   body: string,
   seconds: number

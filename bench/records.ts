@@ -6,13 +6,12 @@
  * req/s of each and recorded ÷ unrecorded per round (goal: within 10%).
  */
 import type { ChildProcess } from "node:child_process"
-import { median, nextMessage } from "./children.ts"
+import { median, nextMessage, type Server, type StartServer } from "./children.ts"
 import type { Job, Result } from "./load.ts"
 
-type Server = { readonly child: ChildProcess; readonly url: string; readonly key?: string }
 
 export const recordsBench = async (
-  startServer: (args: Array<string>) => Promise<Server>,
+  startServer: StartServer,
   spawnLoader: () => ChildProcess,
   bodies: { readonly json: string; readonly stream: string },
   rounds: number,

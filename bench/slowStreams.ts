@@ -5,18 +5,17 @@
  * second; its resident set size (VmRSS) is read once every stream has its
  * first byte, next to the same process idle. Returns megabytes.
  */
-import type { ChildProcess } from "node:child_process"
+import type { StartServer } from "./children.ts"
 import { readFileSync } from "node:fs"
 import { Pool } from "undici"
 import { startDistGateway } from "./distGateway.ts"
 
 const STREAMS = 1000
 
-type Server = { readonly child: ChildProcess; readonly url: string; readonly key?: string }
 
 const rssOf = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) * 1024
 
-export const slowStreamsRss = async (startServer: (args: Array<string>) => Promise<Server>) => {
+export const slowStreamsRss = async (startServer: StartServer) => {
   const upstream = await startServer(["upstream-slow"])
   const gateway = await startDistGateway(upstream.url, 1).catch((error) => {
     upstream.child.send("stop")

@@ -14,13 +14,11 @@
  * its must-reach value (CI's guard against a gross regression, never noise).
  */
 import type { ChildProcess } from "node:child_process"
-import { median, nextMessage } from "./children.ts"
+import { median, nextMessage, type StartServer } from "./children.ts"
 import type { Job, Result } from "./load.ts"
 import { startDistGateway } from "./distGateway.ts"
 import { slowStreamsRss } from "./slowStreams.ts"
 
-type Server = { readonly child: ChildProcess; readonly url: string; readonly key?: string }
-type StartServer = (args: Array<string>) => Promise<Server>
 
 /** 18 words: the fake upstream echoes them one frame each, so a streamed answer is 20 frames. */
 const PROMPT = "Please say hello to the benchmark in a few short words and then stop, because this is only a test"

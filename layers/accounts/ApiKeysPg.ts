@@ -179,8 +179,9 @@ export const ApiKeysPg = Layer.scoped(
         const hash = sha256(token)
         if (adminHash !== undefined && timingSafeEqual(hash, adminHash)) return Effect.succeed(bootstrapPrincipal)
         const operator = token.startsWith(OPERATOR_PREFIX)
+        const shaped = !operator && KEY_SHAPE.test(token)
         // A key this process keeps answers at once: one step, not a generator, on every call.
-        const known = operator || !KEY_SHAPE.test(token) ? undefined : remembered.get(hash.toString("base64"))
+        const known = shaped ? remembered.get(hash.toString("base64")) : undefined
         if (known !== undefined) return Effect.succeed(known)
         return Effect.gen(function*() {
           // Operator calls are rare: the row is read every time, so a replacement counts at once everywhere.
@@ -189,7 +190,7 @@ export const ApiKeysPg = Layer.scoped(
             if (row !== undefined && timingSafeEqual(Buffer.from(row.secret_sha256), hash)) return bootstrapPrincipal
             return yield* Effect.fail(rejected)
           }
-          if (!KEY_SHAPE.test(token)) return yield* Effect.fail(rejected)
+          if (!shaped) return yield* Effect.fail(rejected)
           const revocationsBefore = revocations
           const [row] = yield* sql<KeyRow & { account_concurrency: number | null }>`
             SELECT k.*, a.concurrency AS account_concurrency

@@ -91,21 +91,19 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
   type CallRefs = { readonly requestId: string; readonly call: ReturnType<typeof openCall>; readonly limits: RateLimitStatus }
 
   /** The answer (or the error's envelope), then its head and the call's count, then the body. */
-  const serve = (request: IncomingMessage, response: ServerResponse, text: string, { call, limits, requestId }: CallRefs) =>
+  const serve = (request: IncomingMessage, response: ServerResponse, text: string, refs: CallRefs) =>
     Effect.matchCauseEffect(answer(request, text), {
-      onSuccess: (answered) => written(response, answered, {}, call, limits, requestId),
+      onSuccess: (answered) => written(response, answered, {}, refs),
       onFailure: (cause) =>
         Effect.flatMap(errorOf(cause), (error) => {
-          call.facts.code = codeOf(error)
+          refs.call.facts.code = codeOf(error)
           return written(
             response,
-            jsonError(statusOf(error), JSON.stringify(envelopeOf(error, requestId))),
+            jsonError(statusOf(error), JSON.stringify(envelopeOf(error, refs.requestId))),
             "retryAfterSeconds" in error && error.retryAfterSeconds !== undefined
               ? { "retry-after": String(error.retryAfterSeconds) }
               : {},
-            call,
-            limits,
-            requestId
+            refs
           )
         })
     }).pipe(inOwnScope)
@@ -114,9 +112,7 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
     response: ServerResponse,
     answered: HttpServerResponse.HttpServerResponse,
     extra: Record<string, string>,
-    call: CallRefs["call"],
-    limits: RateLimitStatus,
-    requestId: string
+    { call, limits, requestId }: CallRefs
   ) => {
     // Added in place, not spread: no object per part, no object with computed names (docs/performance.md).
     const headers: Record<string, string> = Object.assign({}, answered.headers, extra)

@@ -41,9 +41,11 @@ const isPositiveInt = (u: unknown) => Number.isSafeInteger(u) && (u as number) >
 const isBetween = (low: number, high: number) => (u: unknown) => typeof u === "number" && u >= low && u <= high
 const isString = (u: unknown) => typeof u === "string"
 const isStop = (u: unknown) => typeof u === "string" || (Array.isArray(u) && u.every(isString))
-const isStreamOptions = (u: unknown) =>
-  isObject(u) && (Object.keys(u).length === 0 ||
-    (Object.keys(u).length === 1 && typeof u.include_usage === "boolean"))
+const isStreamOptions = (u: unknown) => {
+  if (!isObject(u)) return false
+  const keys = Object.keys(u).length
+  return keys === 0 || (keys === 1 && typeof u.include_usage === "boolean")
+}
 
 /** The schema's fields, in its order, each with what a plain value is (none: not plain, left to the schema). */
 const FIELDS: ReadonlyArray<readonly [string, ((u: unknown) => boolean) | undefined]> = [
