@@ -41,6 +41,19 @@ describe("ledger plans on a fresh database", () => {
     expect(plan).not.toMatch(/Seq Scan on reservations/)
   })
 
+  it("a settlement of calls held from leases does not read reservations to close", async () => {
+    // A hot account's calls are held from its lease: none has an open reservation, so the
+    // closing step must be skipped whole, not run as a scan that finds nothing.
+    for (const [statement, types, values] of [
+      [SETTLE, ["jsonb", "text"], ["'[]'", "'acct_x'"]],
+      [TURN, ["jsonb", "text", "int", "jsonb"], ["'[]'", "'acct_x'", "60", "'[]'"]]
+    ] as const) {
+      const plan = await genericPlan(statement, types, values)
+      const closing = plan.slice(plan.indexOf("CTE closed"), plan.indexOf("CTE carved"))
+      expect(closing).toMatch(/One-Time Filter[\s\S]*on reservations/)
+    }
+  })
+
   it("a turn that settles and reserves closes its reservations by primary key", async () => {
     const plan = await genericPlan(TURN, ["jsonb", "text", "int", "jsonb"], ["'[]'", "'acct_x'", "60", "'[]'"])
     expect(reservationReads(plan)).toContain("reservations_pkey")
