@@ -5,6 +5,7 @@
  * by source file. Freed objects count: they are what the garbage collector
  * works through, and in session 23 the bytes a call allocated predicted its
  * CPU better than its count of Effect operations (docs/performance.md).
+ * `BENCH_GATEWAY=gateway-unbilled` measures the gateway billing nothing instead.
  */
 import type { ChildProcess } from "node:child_process"
 import { nextMessage, type StartServer } from "./children.ts"
@@ -15,7 +16,7 @@ const LISTED = 25
 
 export const allocationBench = async (startServer: StartServer, spawnLoader: () => ChildProcess, body: string, seconds: number) => {
   const upstream = await startServer(["upstream"])
-  const gateway = await startServer(["gateway", upstream.url])
+  const gateway = await startServer([process.env.BENCH_GATEWAY ?? "gateway", upstream.url])
   const loader = spawnLoader()
   await nextMessage(loader, "ready")
   const load = (runSeconds: number) => {

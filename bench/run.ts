@@ -6,7 +6,8 @@
  * fake upstream, interleaved round by round; prints ratios, which is all a
  * noisy machine lets us compare. Every server and the load generator run in
  * their own processes. Knobs: BENCH_SECONDS (per round at 32 connections, 5),
- * BENCH_ROUNDS (3), BENCH_CPU_PROF=<dir> (CPU profile of the gateway process),
+ * BENCH_ROUNDS (3), BENCH_CPU_PROF=<dir> (CPU profile of the gateway process), BENCH_GATEWAY
+ * (the gateway variant of bench/servers.ts the table and the allocation bench load: `gateway-unbilled`…),
  * BENCH_ONLY=fairness (only the fairness table, bench/fairness.ts),
  * BENCH_ONLY=embeddings (only the stall of a huge embeddings answer, bench/embeddingsStall.ts),
  * BENCH_ONLY=table (only the table against the bare proxy: what to profile the hot path with),
@@ -14,6 +15,7 @@
  * BENCH_ONLY=monitoring (only logs and monitoring latency at 1,000,000 events and call records, bench/monitoring.ts),
  * BENCH_ONLY=records (only chat with and without call records, bench/records.ts),
  * BENCH_ONLY=processes (the CPU each process spends per JSON call at 1 and 50 connections, bench/processes.ts),
+ * BENCH_ONLY=settlement (PostgreSQL's CPU for the settlement statement alone, by batch and events, bench/settlementStatement.ts),
  * BENCH_ONLY=pair BENCH_BASE=<other checkout> (this checkout against another, interleaved, bench/pair.ts).
  */
 import type { ChildProcess } from "node:child_process"
@@ -30,6 +32,7 @@ import { pairBench } from "./pair.ts"
 import { processesBench } from "./processes.ts"
 import { recordsBench } from "./records.ts"
 import { retrievalBench } from "./retrieval.ts"
+import { settlementBench } from "./settlementStatement.ts"
 import { slowStreamsRss } from "./slowStreams.ts"
 import { stagesBench } from "./stages.ts"
 import { targetsBench } from "./targets.ts"
@@ -90,6 +93,7 @@ const main = async () => {
     await processesBench(startServer, () => spawn("./load.ts"), bodies.json, SECONDS)
     return clearTimeout(deadline)
   }
+  if (process.env.BENCH_ONLY === "settlement") return within(300_000, "settlement", settlementBench)
   if (process.env.BENCH_ONLY === "allocation") {
     await allocationBench(startServer, () => spawn("./load.ts"), bodies.json, SECONDS)
     return clearTimeout(deadline)
@@ -107,7 +111,7 @@ const main = async () => {
   const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []
   const [bare, gateway] = await Promise.all([
     startServer(["proxy", upstream.url]),
-    startServer(["gateway", upstream.url], profile)
+    startServer([process.env.BENCH_GATEWAY ?? "gateway", upstream.url], profile)
   ])
   const targets: Record<Target, { url: string; key?: string }> = { bare, gateway }
   console.log(`bench: servers up in ${((Date.now() - began) / 1000).toFixed(1)} s`)
