@@ -5,7 +5,9 @@
  * by source file. Freed objects count: they are what the garbage collector
  * works through, and in session 23 the bytes a call allocated predicted its
  * CPU better than its count of Effect operations (docs/performance.md).
- * `BENCH_GATEWAY=gateway-unbilled` measures the gateway billing nothing instead.
+ * `BENCH_GATEWAY=gateway-unbilled` measures the gateway billing nothing instead, `BENCH_STREAM=1`
+ * streamed calls (20 frames each), and `BENCH_CPU_PROF=<dir>` also writes the gateway's CPU profile
+ * there.
  */
 import type { ChildProcess } from "node:child_process"
 import { nextMessage, type StartServer } from "./children.ts"
@@ -16,7 +18,8 @@ const LISTED = 25
 
 export const allocationBench = async (startServer: StartServer, spawnLoader: () => ChildProcess, body: string, seconds: number) => {
   const upstream = await startServer(["upstream"])
-  const gateway = await startServer([process.env.BENCH_GATEWAY ?? "gateway", upstream.url])
+  const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []
+  const gateway = await startServer([process.env.BENCH_GATEWAY ?? "gateway", upstream.url], profile)
   const loader = spawnLoader()
   await nextMessage(loader, "ready")
   const load = (runSeconds: number) => {
@@ -34,7 +37,7 @@ export const allocationBench = async (startServer: StartServer, spawnLoader: () 
   const rest = byFile.slice(LISTED).reduce((sum, [, n]) => sum + n, 0)
   console.log([
     "",
-    `Allocated per JSON call, 50 connections, ${seconds} s (${requests} calls, ${rps.toFixed(0)} req/s while sampled): **${perCall(bytes)} KiB**`,
+    `Allocated per ${process.env.BENCH_STREAM === "1" ? "streamed" : "JSON"} call, 50 connections, ${seconds} s (${requests} calls, ${rps.toFixed(0)} req/s while sampled): **${perCall(bytes)} KiB**`,
     "",
     "| file or package | KiB a call | share |",
     "|---|---:|---:|",

@@ -1,11 +1,21 @@
-/** Child processes of a benchmark: started with tsx, talked to over IPC, all remembered so they can be ended. */
+/** Child processes of a benchmark: started with our TypeScript loader, talked to over IPC, all remembered so they can be ended. */
 import { type ChildProcess, fork } from "node:child_process"
+import { fileURLToPath } from "node:url"
 
 export const children: Array<ChildProcess> = []
 
 /** A bench server (bench/servers.ts) as its parent holds it, and how a bench starts one. */
 export type Server = { readonly child: ChildProcess; readonly url: string; readonly key?: string }
-export type StartServer = (args: Array<string>) => Promise<Server>
+export type StartServer = (args: Array<string>, execArgv?: Array<string>) => Promise<Server>
+
+/**
+ * How a bench process loads TypeScript: as the shipped build compiles it (typescript.mjs), or, with
+ * `BENCH_LOADER=tsx`, under tsx as the sessions before 24 measured (its `keepNames` costs every
+ * closure made per call an `Object.defineProperty`).
+ */
+export const typescriptLoader = process.env.BENCH_LOADER === "tsx"
+  ? ["--import", "tsx"]
+  : ["--import", fileURLToPath(new URL("./typescript.mjs", import.meta.url))]
 
 export const spawnChild = (
   file: string,
@@ -14,7 +24,7 @@ export const spawnChild = (
   execArgv: Array<string> = []
 ) => {
   const child = fork(file, args, {
-    execArgv: ["--import", "tsx", ...execArgv],
+    execArgv: [...typescriptLoader, ...execArgv],
     env: { ...process.env, ...env },
     stdio: ["ignore", "inherit", "inherit", "ipc"]
   })

@@ -16,7 +16,7 @@ import { type ChildProcess, fork } from "node:child_process"
 import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { withGatewayFlags } from "../src/start/nodeFlags.ts"
-import { children, median, nextMessage, type Server } from "./children.ts"
+import { children, median, nextMessage, type Server, typescriptLoader } from "./children.ts"
 import type { Job, Result } from "./load.ts"
 import { procCpuMicros } from "./processes.ts"
 
@@ -27,7 +27,7 @@ const mainThreadMicros = (pid: number) => procCpuMicros(pid, pid)
 const startFrom = async (checkout: string, args: Array<string>, nodeFlags: Array<string> = []): Promise<Server> => {
   const child = fork(join(checkout, "bench", "servers.ts"), args, {
     // As bench/run.ts starts its servers: with the gateway's Node flags (this checkout's list), unless given others.
-    execArgv: withGatewayFlags(["--import", "tsx", ...nodeFlags]),
+    execArgv: withGatewayFlags([...typescriptLoader, ...nodeFlags]),
     cwd: checkout,
     stdio: ["ignore", "inherit", "inherit", "ipc"]
   })

@@ -95,7 +95,7 @@ const main = async () => {
   }
   if (process.env.BENCH_ONLY === "settlement") return within(300_000, "settlement", settlementBench)
   if (process.env.BENCH_ONLY === "allocation") {
-    await allocationBench(startServer, () => spawn("./load.ts"), bodies.json, SECONDS)
+    await allocationBench(startServer, () => spawn("./load.ts"), process.env.BENCH_STREAM === "1" ? bodies.stream : bodies.json, SECONDS)
     return clearTimeout(deadline)
   }
   if (process.env.BENCH_ONLY === "pair") {

@@ -26,6 +26,7 @@ import { checkedJson } from "../src/http/checkedJson.ts"
 import { principalOf } from "../src/http/SecurityLive.ts"
 import { freshDatabase } from "../test/support/database.ts"
 import { startGateway } from "../test/support/gateway.ts"
+import { typescriptLoader } from "./children.ts"
 
 /**
  * `BENCH_STAGE_PROF=<part of a stage's name>`: a CPU profile of that stage's runs (to read with
@@ -69,7 +70,7 @@ const PROMPT = "Please say hello to the benchmark in a few short words and then 
 
 /** A fake upstream in a process of its own (bench/servers.ts `role`), and its base URL. */
 const startUpstream = async (role: string) => {
-  const child = fork(fileURLToPath(new URL("./servers.ts", import.meta.url)), [role], { execArgv: ["--import", "tsx"] })
+  const child = fork(fileURLToPath(new URL("./servers.ts", import.meta.url)), [role], { execArgv: typescriptLoader })
   const url = await new Promise<string>((resolve) => child.on("message", (m: any) => m.ready && resolve(m.ready.url)))
   return { child, url }
 }
