@@ -52,5 +52,6 @@ const main = Effect.gen(function*() {
 main.pipe(
   Effect.catchTags({ ConfigInvalid: stop, DataDirInUse: stop, DatabaseNotReady: stop }),
   Effect.provide(logFormat(process.env, process.stdout.isTTY === true)),
-  NodeRuntime.runMain
+  // The log format's logger is the only one (src/start/logFormat.ts).
+  NodeRuntime.runMain({ disablePrettyLogger: true })
 )

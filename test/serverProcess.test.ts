@@ -327,6 +327,10 @@ describe("request log", () => {
       }
     })
     expect(line.annotations.latency_ms).toBeGreaterThanOrEqual(0)
+    // Written once, as JSON only: no second logger (the platform's pretty one) writes it again.
+    expect(gateway.output()).not.toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] /m)
+    expect(gateway.output().split("\n").filter((text) => text.includes(requestId) && text.includes(`"message":"request"`)))
+      .toHaveLength(1)
     expect(gateway.output()).not.toContain(marker)
     await gateway.stop()
   }, 120_000)
