@@ -9,13 +9,14 @@
  * with a sampling heap profile (bench/heapSampling.ts), and stops on "stop"
  * or when the parent goes away.
  */
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync, openSync, rmSync, writeSync } from "node:fs"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { pipeline } from "node:stream/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Pool } from "undici"
+import { Layer, Logger, LogLevel } from "effect"
 import { freshDatabase } from "../test/support/database.ts"
 import { startFakeOpenAi } from "../test/support/fakeOpenAiUpstream.ts"
 import { startGateway } from "../test/support/gateway.ts"
@@ -23,6 +24,7 @@ import { coreWith } from "../layers/Core.ts"
 import { LedgerPg } from "../layers/billing/LedgerPg.ts"
 import { CallStatsNone } from "../layers/monitoring/CallStatsNone.ts"
 import { NoopLedger } from "./noopLedger.ts"
+import { jsonLogger, lineBuffer } from "../src/start/logFormat.ts"
 import { answerHeapMessages } from "./heapSampling.ts"
 import { VAST_MODEL } from "./refusal.ts"
 
@@ -61,6 +63,17 @@ const startBareProxy = async (upstreamBaseUrl: string) => {
   }
 }
 
+/**
+ * The gateway logs as `npm start` runs it: a JSON line per request (src/start/logFormat.ts), here
+ * written to /dev/null; warnings and worse also to the bench's own output.
+ */
+const devNull = openSync("/dev/null", "w")
+const requestLines = Layer.mergeAll(
+  Logger.minimumLogLevel(LogLevel.Info),
+  Logger.replace(Logger.defaultLogger, Logger.map(jsonLogger, lineBuffer((text) => writeSync(devNull, `${text}\n`)))),
+  Logger.add(Logger.filterLogLevel(Logger.prettyLogger(), LogLevel.greaterThanEqual(LogLevel.Warning)))
+)
+
 /** Gateway variants: keeping no call records, on the embedded database whatever DATABASE_URL says, billing nothing. */
 type Variant = "unrecorded" | "embedded" | "unbilled"
 
@@ -71,6 +84,7 @@ const startBenchGateway = async (upstreamBaseUrl: string, variant?: Variant) => 
     ? await freshDatabase()
     : { env: { SVC_DATA_DIR: dataDir, DATABASE_URL: "" }, drop: async () => {} }
   const gateway = await startGateway({
+    logs: requestLines,
     database,
     scanResponses: false,
     ...(variant === "unrecorded" ? { core: coreWith(LedgerPg, CallStatsNone) } : {}),

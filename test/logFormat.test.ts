@@ -1,9 +1,12 @@
 /**
  * Log lines are written together: one write per turn of the event loop,
- * whatever is left at exit written then (src/start/logFormat.ts).
+ * whatever is left at exit written then; a request's line is written as
+ * Effect's loggers would write its fields as annotations (src/start/logFormat.ts).
  */
+import { Effect, Logger } from "effect"
 import { describe, expect, it } from "vitest"
-import { lineBuffer } from "../src/start/logFormat.ts"
+import { RequestLine } from "../src/http/requestLine.ts"
+import { asAnnotated, jsonLogger, lineBuffer } from "../src/start/logFormat.ts"
 
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve))
 
@@ -30,5 +33,45 @@ describe("log lines", () => {
     line("a start-up failure's last lines")
     exit()
     expect(writes).toEqual(["a start-up failure's last lines"])
+  })
+})
+
+describe("a request's line", () => {
+  const fields = { request_id: "req_1", key_id: null, method: "POST", status: 200, latency_ms: 12, cost_usd: "0.000022000" }
+
+  /** What `logger` writes for `program`, each line parsed, without the time and fiber that differ between runs. */
+  const written = (logger: Logger.Logger<unknown, string>, program: Effect.Effect<void>) => {
+    const lines: Array<string> = []
+    Effect.runSync(program.pipe(Effect.provide(Logger.replace(Logger.defaultLogger, Logger.map(logger, (line) => lines.push(line))))))
+    return lines
+  }
+  const comparable = (line: string) => {
+    const { fiberId: _fiber, timestamp, ...rest } = JSON.parse(line)
+    expect(new Date(timestamp).toISOString()).toBe(timestamp)
+    return rest
+  }
+
+  it("is written in JSON as Effect's JSON logger writes the same fields as annotations", () => {
+    const ours = written(jsonLogger, Effect.logInfo(new RequestLine(fields)))
+    const effects = written(Logger.jsonLogger, Effect.logInfo("request").pipe(Effect.annotateLogs(fields)))
+    expect(ours.map(comparable)).toEqual(effects.map(comparable))
+    expect(comparable(ours[0]!)).toMatchObject({ message: "request", logLevel: "INFO", annotations: fields })
+  })
+
+  it("keeps the entry's own annotations and spans, and other messages as Effect writes them", () => {
+    const annotated = written(jsonLogger, Effect.logInfo(new RequestLine(fields)).pipe(Effect.annotateLogs({ worker: 2 })))
+    expect(comparable(annotated[0]!).annotations).toEqual({ ...fields, worker: 2 })
+    const other = written(jsonLogger, Effect.logWarning("something else").pipe(Effect.annotateLogs({ n: 1 })))
+    const effects = written(Logger.jsonLogger, Effect.logWarning("something else").pipe(Effect.annotateLogs({ n: 1 })))
+    expect(other.map(comparable)).toEqual(effects.map(comparable))
+  })
+
+  it("is a `request` message annotated with its fields in logfmt", () => {
+    const lines: Array<string> = []
+    const logfmt = Logger.mapInputOptions(Logger.map(Logger.logfmtLogger, (line) => lines.push(line)), asAnnotated)
+    Effect.runSync(Effect.logInfo(new RequestLine(fields)).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logfmt))))
+    expect(lines[0]).toContain("message=request")
+    expect(lines[0]).toContain("request_id=req_1")
+    expect(lines[0]).toContain("cost_usd=0.000022000")
   })
 })

@@ -15,6 +15,7 @@ import { type Clock, Effect, FiberRef, Option, Stream } from "effect"
 import { type CallFacts, type CallStats, currentCall } from "../../services/CallStats.ts"
 import { formatUsd } from "../../services/Money.ts"
 import type { Metrics } from "../../services/Metrics.ts"
+import { RequestLine } from "./requestLine.ts"
 import { routeOf } from "./routeNames.ts"
 
 /** Paths are kept this long at most (a hostile caller's path is not stored whole). */
@@ -51,20 +52,21 @@ export const openCall = (
         }, (now - startedAt) / 1000)
       }
       const accountId = facts.accountId
-      // Its annotations are built only when the line is written (a hash map and two fiber-ref updates a request).
-      const logged = Effect.whenLogLevel(Effect.suspend(() => Effect.logInfo("request").pipe(Effect.annotateLogs({
-        request_id: requestId,
-        key_id: facts.keyId ?? null,
-        account_id: accountId ?? null,
-        method,
-        route,
-        status,
-        code: status >= 400 ? facts.code ?? null : null,
-        latency_ms: now - startedAt,
-        ttft_ms: ttftMs ?? null,
-        model: facts.model ?? null,
-        cost_usd: formatUsd(facts.spend)
-      }))), "Info")
+      const logged = Effect.logInfo(
+        new RequestLine({
+          request_id: requestId,
+          key_id: facts.keyId ?? null,
+          account_id: accountId ?? null,
+          method,
+          route,
+          status,
+          code: status >= 400 ? facts.code ?? null : null,
+          latency_ms: now - startedAt,
+          ttft_ms: ttftMs ?? null,
+          model: facts.model ?? null,
+          cost_usd: formatUsd(facts.spend)
+        })
+      )
       if (accountId === undefined || method !== "POST") return logged
       return Effect.zipRight(logged, stats.record({
         requestId,

@@ -11,7 +11,43 @@
  * loop (`lineBuffer`): Effect's own loggers call `console.log` per line, and
  * on Linux a write to a file or a pipe is synchronous (docs/performance.md).
  */
-import { Layer, Logger } from "effect"
+import { Cause, FiberId, HashMap, Layer, List, Logger } from "effect"
+import { RequestLine } from "../http/requestLine.ts"
+
+/** The request line of a log entry whose message is one (`Effect.log` passes its messages as an array). */
+const requestLineOf = (message: unknown): RequestLine | undefined => {
+  const only = Array.isArray(message) ? (message.length === 1 ? message[0] : undefined) : message
+  return only instanceof RequestLine ? only : undefined
+}
+
+/** An entry as loggers that know nothing of request lines read it: a `request` message annotated with its fields. */
+export const asAnnotated = <Message>(options: Logger.Logger.Options<Message>): Logger.Logger.Options<unknown> => {
+  const line = requestLineOf(options.message)
+  if (line === undefined) return options
+  let annotations = options.annotations
+  for (const [key, value] of Object.entries(line.fields)) annotations = HashMap.set(annotations, key, value)
+  return { ...options, message: "request", annotations }
+}
+
+/**
+ * JSON lines as Effect's JSON logger writes them; a request line (one a call) built directly, with
+ * its fields as the annotations: the general path's annotations map, replacer and copies were
+ * ~30 KiB a call (docs/performance.md).
+ */
+export const jsonLogger = Logger.make<unknown, string>((options) => {
+  const line = requestLineOf(options.message)
+  if (line === undefined || HashMap.size(options.annotations) > 0 || List.isCons(options.spans) || !Cause.isEmpty(options.cause)) {
+    return Logger.jsonLogger.log(asAnnotated(options))
+  }
+  return JSON.stringify({
+    message: "request",
+    logLevel: options.logLevel.label,
+    timestamp: options.date.toISOString(),
+    annotations: line.fields,
+    spans: {},
+    fiberId: FiberId.threadName(options.fiberId)
+  })
+})
 
 /** What the buffer writes with: `console.log` ignores a closed stream (EPIPE) where a bare write would throw. */
 const writeOut = (text: string) => console.log(text)
@@ -45,9 +81,9 @@ export const lineBuffer = (
 export const logFormat = (env: Record<string, string | undefined>, terminal: boolean): Layer.Layer<never> => {
   const format = env.LOG_FORMAT ?? (terminal ? "pretty" : "json")
   const lines = format === "json"
-    ? Logger.map(Logger.jsonLogger, lineBuffer())
+    ? Logger.map(jsonLogger, lineBuffer())
     : format === "logfmt"
-    ? Logger.map(Logger.logfmtLogger, lineBuffer())
-    : Logger.prettyLogger()
+    ? Logger.mapInputOptions(Logger.map(Logger.logfmtLogger, lineBuffer()), asAnnotated)
+    : Logger.mapInputOptions(Logger.prettyLogger(), asAnnotated)
   return Logger.replace(Logger.defaultLogger, lines)
 }

@@ -49,6 +49,8 @@ export const startGateway = async (
     readonly scanResponses?: boolean
     /** The services (default `Core`; the benchmark compares variants). */
     readonly core?: typeof Core
+    /** How it logs: by default warnings and worse only (the benchmark logs every request, as `npm start` does). */
+    readonly logs?: Layer.Layer<never>
   } = {}
 ): Promise<TestGateway> => {
   const owned = options.database === undefined
@@ -74,7 +76,7 @@ export const startGateway = async (
     HttpLive.pipe(
       Layer.provideMerge(options.core ?? Core),
       Layer.provide(Layer.succeed(AppConfig, config)),
-      Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
+      Layer.provide(options.logs ?? Logger.minimumLogLevel(LogLevel.Warning))
     )
   )
   const dropOwned = () => owned ? database.drop() : Promise.resolve()
