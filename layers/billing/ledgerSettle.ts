@@ -83,11 +83,9 @@ export const SETTLEMENT_WRITES = `
  * The plan must be a primary-key lookup per call whatever the statistics said when the statement
  * was prepared (a generic plan made on a fresh database is kept): so the ids go in as an array,
  * and "open" is written as "neither settled nor released", which the partial index of open
- * reservations cannot serve. Either index, planned for a small table, was read whole, dead
- * entries included, on every settlement. Calls held from a lease have no open reservation, and
- * when a batch has only those (a hot account's) the closing is skipped whole: a plan made while
- * the table was small scans it, and kept until the next ANALYZE, it read every row of a table
- * growing by a row a call.
+ * reservations cannot serve. Either index, planned for a small table, was read whole, dead entries
+ * included, on every settlement. A batch of leased calls (nothing to close) skips it: a plan made on
+ * a small table scans it, and it grows by a row a call until the next ANALYZE.
  */
 export const SETTLEMENT_CLOSING = `
   closed AS (
@@ -143,8 +141,7 @@ export const SETTLE = `
  * (on the pool); a call the sweeper got to first is settled in a transaction of `sql`.
  */
 export const makeSettleBatch = (run: StatementRunner, sql: SqlClient.SqlClient, ids: typeof Ids.Service) => {
-  /** Statements on the connection of the transaction they run in. */
-  const inTransaction: StatementRunner = (text, values) => sql.unsafe(text, values)
+  const inTransaction: StatementRunner = (text, values) => sql.unsafe(text, values) // on the transaction's connection
 
   /** The settlement row of one call, as the batch statement reads it. */
   const settlementInput = ({ bill, reservation }: SettleItem, ord: number) => ({
