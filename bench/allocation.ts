@@ -31,17 +31,27 @@ export const allocationBench = async (startServer: StartServer, spawnLoader: () 
   await nextMessage(gateway.child, "heapStarted")
   const { requests, rps } = await load(seconds)
   gateway.child.send("heap-stop")
-  const { byFile, bytes } = await nextMessage<{ bytes: number; byFile: Array<[string, number]> }>(gateway.child, "heap")
+  const { byCaller, byFile, bytes } = await nextMessage<{
+    bytes: number
+    byFile: Array<[string, number]>
+    byCaller: Array<[string, number]>
+  }>(gateway.child, "heap")
   for (const server of [upstream, gateway, { child: loader }]) server.child.send("stop")
   const perCall = (n: number) => (n / Math.max(1, requests) / 1024).toFixed(1)
-  const rest = byFile.slice(LISTED).reduce((sum, [, n]) => sum + n, 0)
+  const table = (heading: string, rows: Array<[string, number]>) => {
+    const rest = rows.slice(LISTED).reduce((sum, [, n]) => sum + n, 0)
+    return [
+      "",
+      `| ${heading} | KiB a call | share |`,
+      "|---|---:|---:|",
+      ...rows.slice(0, LISTED).map(([name, n]) => `| ${name} | ${perCall(n)} | ${((100 * n) / bytes).toFixed(1)}% |`),
+      `| the rest | ${perCall(rest)} | ${((100 * rest) / bytes).toFixed(1)}% |`
+    ]
+  }
   console.log([
     "",
     `Allocated per ${process.env.BENCH_STREAM === "1" ? "streamed" : "JSON"} call, 50 connections, ${seconds} s (${requests} calls, ${rps.toFixed(0)} req/s while sampled): **${perCall(bytes)} KiB**`,
-    "",
-    "| file or package | KiB a call | share |",
-    "|---|---:|---:|",
-    ...byFile.slice(0, LISTED).map(([file, n]) => `| ${file} | ${perCall(n)} | ${((100 * n) / bytes).toFixed(1)}% |`),
-    `| the rest | ${perCall(rest)} | ${((100 * rest) / bytes).toFixed(1)}% |`
+    ...table("file or package", byFile),
+    ...table("nearest function of ours on the stack", byCaller)
   ].join("\n"))
 }

@@ -2,9 +2,10 @@
  * A sampling heap profile of a bench server while it is loaded: on
  * "heap-start" over IPC it samples every allocation (those freed since
  * included: what a call costs the garbage collector, not what it keeps), on
- * "heap-stop" it answers `{ heap: { bytes, byFile } }`: the bytes sampled in
- * all and by source file (a package's by package name), largest first.
- * bench/allocation.ts reads it per call.
+ * "heap-stop" it answers `{ heap: { bytes, byFile, byCaller } }`: the bytes
+ * sampled in all, by source file (a package's by package name), and by the
+ * nearest function of ours on the stack (what led Effect's runtime or a
+ * package to allocate), largest first. bench/allocation.ts reads it per call.
  */
 import { Session } from "node:inspector"
 import { relative } from "node:path"
@@ -18,6 +19,9 @@ interface ProfileNode {
 
 /** Bytes sampled between two allocations recorded: small enough for a call's few hundred objects. */
 const SAMPLING_BYTES = 4096
+
+/** Files of ours (not a package, not Node's). */
+const OURS = /^(src|layers|services|plugins)\//
 
 const fileOf = (url: string) => {
   if (url === "") return "(native)"
@@ -43,14 +47,18 @@ export const answerHeapMessages = () => {
     if (message !== "heap-stop") return
     const { profile } = await post<{ profile: { head: ProfileNode } }>("HeapProfiler.stopSampling")
     const byFile = new Map<string, number>()
+    const byCaller = new Map<string, number>()
     let bytes = 0
-    const walk = (node: ProfileNode) => {
+    const walk = (node: ProfileNode, caller: string) => {
       bytes += node.selfSize
       const file = fileOf(node.callFrame.url)
       byFile.set(file, (byFile.get(file) ?? 0) + node.selfSize)
-      node.children.forEach(walk)
+      const ours = OURS.test(file) ? `${node.callFrame.functionName || "(anonymous)"} (${file})` : caller
+      byCaller.set(ours, (byCaller.get(ours) ?? 0) + node.selfSize)
+      node.children.forEach((child) => walk(child, ours))
     }
-    walk(profile.head)
-    process.send!({ heap: { bytes, byFile: [...byFile].sort((a, b) => b[1] - a[1]) } })
+    walk(profile.head, "(no function of ours on the stack)")
+    const largestFirst = (map: Map<string, number>) => [...map].sort((a, b) => b[1] - a[1])
+    process.send!({ heap: { bytes, byFile: largestFirst(byFile), byCaller: largestFirst(byCaller) } })
   })
 }

@@ -79,6 +79,8 @@ const SPLIT = new RegExp(O200K_TOKEN_SPLIT_REGEX.source, "gu")
  */
 export const slicedCount = (text: string, maxPiece = MAX_PIECE): number => {
   if (text.length === 0) return 0
+  // No piece of a text this short can be too long: the split's pass to find them is skipped.
+  if (text.length <= maxPiece) return exact(text)
   const split = SPLIT
   split.lastIndex = 0
   let tokens = 0
