@@ -10,7 +10,7 @@
  * there.
  */
 import type { ChildProcess } from "node:child_process"
-import { nextMessage, type StartServer } from "./children.ts"
+import { cpuProfileFlags, nextMessage, type StartServer } from "./children.ts"
 import type { Job, Result } from "./load.ts"
 
 /** Files listed: the rest are summed on one line. */
@@ -18,8 +18,7 @@ const LISTED = 25
 
 export const allocationBench = async (startServer: StartServer, spawnLoader: () => ChildProcess, body: string, seconds: number) => {
   const upstream = await startServer(["upstream"])
-  const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []
-  const gateway = await startServer([process.env.BENCH_GATEWAY ?? "gateway", upstream.url], profile)
+  const gateway = await startServer([process.env.BENCH_GATEWAY ?? "gateway", upstream.url], cpuProfileFlags)
   const loader = spawnLoader()
   await nextMessage(loader, "ready")
   const load = (runSeconds: number) => {

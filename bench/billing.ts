@@ -37,7 +37,7 @@ import { Core, coreWith } from "../layers/Core.ts"
 import { AppConfig } from "../services/Config.ts"
 import { HttpLive } from "../src/Server.ts"
 import { freshDatabase } from "../test/support/database.ts"
-import { children, median, nextMessage, spawnChild } from "./children.ts"
+import { children, cpuProfileFlags, median, nextMessage, spawnChild } from "./children.ts"
 import type { Job, Result } from "./load.ts"
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
@@ -229,9 +229,8 @@ const main = async () => {
     const adminKey = `admin_${randomBytes(16).toString("hex")}`
     const self = fileURLToPath(import.meta.url)
     const env = { BENCH_DATABASE_URL: databaseUrl, BENCH_ADMIN_KEY: adminKey }
-    const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []
     // One after the other: the first one migrates the database.
-    const billedChild = spawn(self, ["gateway", "billed"], env, profile)
+    const billedChild = spawn(self, ["gateway", "billed"], env, cpuProfileFlags)
     const billed = await nextMessage<{ url: string }>(billedChild, "ready")
     const unbilledChild = spawn(self, ["gateway", "unbilled"], env)
     const unbilled = await nextMessage<{ url: string }>(unbilledChild, "ready")

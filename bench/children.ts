@@ -17,6 +17,9 @@ export const typescriptLoader = process.env.BENCH_LOADER === "tsx"
   ? ["--import", "tsx"]
   : ["--import", fileURLToPath(new URL("./typescript.mjs", import.meta.url))]
 
+/** Node flags for a `--cpu-prof` profile of a bench process, written to `BENCH_CPU_PROF` when that is set. */
+export const cpuProfileFlags = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []
+
 export const spawnChild = (
   file: string,
   args: Array<string> = [],

@@ -22,7 +22,7 @@ import type { ChildProcess } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { withGatewayFlags } from "../src/start/nodeFlags.ts"
 import { allocationBench } from "./allocation.ts"
-import { children, median, nextMessage, spawnChild } from "./children.ts"
+import { children, cpuProfileFlags, median, nextMessage, spawnChild } from "./children.ts"
 import { embeddingsStall } from "./embeddingsStall.ts"
 import { fairness } from "./fairness.ts"
 import type { Job, Result } from "./load.ts"
@@ -108,10 +108,9 @@ const main = async () => {
   }
   const began = Date.now()
   const upstream = await startServer(["upstream"])
-  const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []
   const [bare, gateway] = await Promise.all([
     startServer(["proxy", upstream.url]),
-    startServer([process.env.BENCH_GATEWAY ?? "gateway", upstream.url], profile)
+    startServer([process.env.BENCH_GATEWAY ?? "gateway", upstream.url], cpuProfileFlags)
   ])
   const targets: Record<Target, { url: string; key?: string }> = { bare, gateway }
   console.log(`bench: servers up in ${((Date.now() - began) / 1000).toFixed(1)} s`)
