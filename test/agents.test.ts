@@ -195,14 +195,14 @@ describe("agents", () => {
     expect(blank.body.error).toMatchObject({ code: "invalid_request", param: "text" })
 
     // Inline knowledge is checked whole before the agent is stored: a blank document writes nothing at all.
-    const eventsBefore = await gateway.query(`SELECT count(*)::int AS n FROM events WHERE account_id = '${account.id}'`)
+    const eventsBefore = await gateway.query(`SELECT count(*)::int AS n FROM event_log WHERE account_id = '${account.id}'`)
     const blankInline = await gateway.request("POST", "/v1/agents", {
       key: account.key,
       body: { name: "blank", instructions: "", knowledge: [{ title: "a", text: MANUAL }, { title: "b", text: "\ufeff \n" }] }
     })
     expect(blankInline.status).toBe(400)
     expect(blankInline.body.error).toMatchObject({ code: "invalid_request", param: "knowledge[1].text" })
-    expect(await gateway.query(`SELECT count(*)::int AS n FROM events WHERE account_id = '${account.id}'`)).toEqual(eventsBefore)
+    expect(await gateway.query(`SELECT count(*)::int AS n FROM event_log WHERE account_id = '${account.id}'`)).toEqual(eventsBefore)
     expect((await gateway.request("GET", "/v1/agents", { key: account.key })).body.data.map((a: { id: string }) => a.id)).toEqual([agent.id])
     expect(await balanceOf(account.id)).toBe("1.000000000")
 

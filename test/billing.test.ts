@@ -112,7 +112,7 @@ describe("billing", () => {
     expect(refused.body.error.code).toBe("insufficient_funds")
     expect(refused.headers.get("x-svc-receipt-id")).toBeNull()
     expect(await balanceOf(account.id)).toEqual(before)
-    const events = await suite.gateway.query<{ type: string }>("SELECT type FROM events WHERE account_id = $1 AND type LIKE 'payment.%'", [account.id])
+    const events = await suite.gateway.query<{ type: string }>("SELECT type FROM event_log WHERE account_id = $1 AND type LIKE 'payment.%'", [account.id])
     expect(events.map((event) => event.type)).toEqual(["payment.credit_added", "payment.insufficient_funds"])
 
     // A small max_tokens makes the estimate fit.
@@ -274,7 +274,7 @@ describe("billing", () => {
     expect(response.status).toBe(200)
     const [reservation] = await suite.gateway.query<{ status: string }>("SELECT status FROM reservations WHERE account_id = $1", [account.id])
     expect(reservation!.status).toBe("settled")
-    const events = await suite.gateway.query<{ type: string }>("SELECT type FROM events WHERE account_id = $1 AND type LIKE 'payment.re%' ORDER BY created_at", [account.id])
+    const events = await suite.gateway.query<{ type: string }>("SELECT type FROM event_log WHERE account_id = $1 AND type LIKE 'payment.re%' ORDER BY created_at", [account.id])
     expect(events.map((event) => event.type)).toEqual(["payment.reserved", "payment.released"])
     const receipt = (await suite.gateway.query<any>("SELECT * FROM receipts WHERE account_id = $1", [account.id]))[0]
     expect(receipt.id).toBe(response.headers.get("x-svc-receipt-id"))

@@ -149,7 +149,7 @@ describe("credit leases on the database", () => {
     )
     expect(row).toEqual({ status: "settled", amount: "0.010000000" })
     const events = await gateway.query<{ type: string }>(
-      "SELECT type FROM events WHERE receipt_id = $1 ORDER BY created_at, id",
+      "SELECT type FROM event_log WHERE receipt_id = $1 ORDER BY created_at, id",
       [leased.id]
     )
     // Reserved first (at the call's start); the settlement's two share one time.
@@ -180,7 +180,7 @@ describe("credit leases on the database", () => {
     const [row] = await gateway.query<{ status: string }>("SELECT status FROM reservations WHERE id = $1", [leased.id])
     expect(row).toEqual({ status: "released" })
     const events = await gateway.query<{ type: string; reason: string | null }>(
-      "SELECT type, data->>'reason' AS reason FROM events WHERE receipt_id = $1 ORDER BY created_at, id",
+      "SELECT type, data->>'reason' AS reason FROM event_log WHERE receipt_id = $1 ORDER BY created_at, id",
       [leased.id]
     )
     expect(events).toEqual([{ type: "payment.reserved", reason: null }, { type: "payment.released", reason: "call_failed" }])
@@ -232,7 +232,7 @@ describe("credit leases on the database", () => {
       Effect.forEach(made, (reservation) => ledger.settle(reservation, billFor(reservation === leased ? "150" : "0.004")), { discard: true })))
     const [row] = await gateway.query<{ status: string }>("SELECT status FROM reservations WHERE id = $1", [leased.id])
     expect(row).toEqual({ status: "settled" })
-    const events = await gateway.query<{ type: string }>("SELECT type FROM events WHERE receipt_id = $1", [leased.id])
+    const events = await gateway.query<{ type: string }>("SELECT type FROM event_log WHERE receipt_id = $1", [leased.id])
     expect(events.map((event) => event.type).sort()).toEqual([
       "payment.overage",
       "payment.reserved",

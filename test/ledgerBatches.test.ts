@@ -53,7 +53,7 @@ describe("ledger batches", () => {
     )
     expect(row).toEqual({ reserved: "1.000000000", open: 3 })
     const events = await gateway.query<{ type: string; amount: string }>(
-      `SELECT type, coalesce(data->>'amount_usd', data->>'estimated_usd') AS amount FROM events
+      `SELECT type, coalesce(data->>'amount_usd', data->>'estimated_usd') AS amount FROM event_log
        WHERE account_id = $1 AND type IN ('payment.reserved', 'payment.insufficient_funds') ORDER BY type, amount`,
       [account.id]
     )
@@ -153,7 +153,7 @@ describe("ledger batches", () => {
     expect(formatUsd(receipt.balanceAfter)).toBe("0.900000000")
     expect(last.availableAfter).toBe(0n)
     const transactions = await gateway.query<{ receipt_id: string; type: string; xid: string }>(
-      `SELECT receipt_id, type, xid::text FROM events WHERE account_id = $1 AND receipt_id IN ($2, $3, $4)
+      `SELECT receipt_id, type, xid::text FROM event_log WHERE account_id = $1 AND receipt_id IN ($2, $3, $4)
        AND type IN ('payment.reserved', 'payment.settled')`,
       [account.id, alone.id, first.id, last.id]
     )

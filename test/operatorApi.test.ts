@@ -114,7 +114,7 @@ describe("operator API", () => {
     const key = await post(`/v1/admin/accounts/${account.body.id}/keys`, { scopes: ["chat"] })
     await gateway.request("DELETE", `/v1/admin/keys/${key.body.id}`)
     const events = await gateway.query<{ type: string; data: any }>(
-      "SELECT type, data FROM events WHERE account_id = $1 ORDER BY created_at, id",
+      "SELECT type, data FROM event_log WHERE account_id = $1 ORDER BY created_at, id",
       [account.body.id]
     )
     expect(events.map((event) => event.type).sort()).toEqual(

@@ -27,24 +27,26 @@ export const SETTLEMENT_COLUMNS = `
         ord int, id text, request_id text, endpoint text, model text, tier text, privacy_class text,
         input_tokens int, output_tokens int, input_price numeric, output_price numeric, upstream numeric,
         total numeric, estimated numeric, reserved_at timestamptz, attempts jsonb, provider_id text,
-        entry_id text, settled_event_id text, receipt_event_id text, overage_event_id text, call_events jsonb,
-        attestation_verdicts jsonb, line_items jsonb, key_id text, lease_id text, reserved_event_id text`
+        entry_id text, overage_event_id text, call_events jsonb, attestation_verdicts jsonb, line_items jsonb,
+        key_id text, lease_id text`
 
 /**
  * What a settlement writes once its account row is charged (`charged`, with `balance_before`):
- * the receipts, their ledger entries and the `settled_events` to insert with any others.
+ * the receipts, their ledger entries and the `settled_events` to insert with any others. A
+ * receipt's own events (`payment.settled`, `receipt.created`, and `payment.reserved` for a call
+ * held from a lease: `leased`) are read from its row, not stored (migration 0022).
  */
 export const SETTLEMENT_WRITES = `
   receipt AS (
     INSERT INTO receipts (
       id, account_id, request_id, endpoint, model, tier, privacy_class, input_tokens, output_tokens,
       input_per_mtok_usd, output_per_mtok_usd, upstream_usd, margin_usd, total_usd, estimated_usd,
-      reserved_at, balance_after_usd, attempts, provider_id, attestation_verdicts, line_items, key_id)
+      reserved_at, balance_after_usd, attempts, provider_id, attestation_verdicts, line_items, key_id, leased)
     SELECT
       id, $2, request_id, endpoint, model, tier, privacy_class, input_tokens, output_tokens,
       input_price, output_price, upstream, charge - upstream, charge, estimated, reserved_at,
       charged.balance_before - sum(charge) OVER (ORDER BY ord), attempts, provider_id, attestation_verdicts,
-      line_items, key_id
+      line_items, key_id, lease_id IS NOT NULL
     FROM billed, charged
     RETURNING *
   ), entry AS (
@@ -52,26 +54,12 @@ export const SETTLEMENT_WRITES = `
     SELECT billed.entry_id, $2, 'charge', -receipt.total_usd, receipt.id, receipt.balance_after_usd
     FROM receipt JOIN billed USING (id)
   ), settled_events AS (
-    SELECT billed.reserved_event_id AS id, 'payment.reserved' AS type, receipt.request_id, receipt.id AS receipt_id,
-           jsonb_build_object('amount_usd', billed.held::text) AS data, least(billed.reserved_at, now()) AS created_at
-    FROM receipt JOIN billed USING (id) WHERE billed.lease_id IS NOT NULL
-    UNION ALL
-    SELECT billed.settled_event_id, 'payment.settled', receipt.request_id, receipt.id,
-           jsonb_build_object(
-             'total_usd', receipt.total_usd::text,
-             'released_usd', greatest(receipt.estimated_usd - receipt.total_usd, 0)::numeric(38, 9)::text), now()
-    FROM receipt JOIN billed USING (id)
-    UNION ALL
-    SELECT billed.overage_event_id, 'payment.overage', receipt.request_id, receipt.id,
+    SELECT billed.overage_event_id AS id, 'payment.overage' AS type, receipt.request_id, receipt.id AS receipt_id,
            jsonb_build_object(
              'held_usd', billed.held::text,
              'charged_usd', receipt.total_usd::text,
-             'overage_usd', (receipt.total_usd - billed.held)::text), now()
+             'overage_usd', (receipt.total_usd - billed.held)::text) AS data, now() AS created_at
     FROM receipt JOIN billed USING (id) WHERE receipt.total_usd > billed.held
-    UNION ALL
-    SELECT billed.receipt_event_id, 'receipt.created', receipt.request_id, receipt.id,
-           jsonb_build_object('model', receipt.model, 'total_usd', receipt.total_usd::text), now()
-    FROM receipt JOIN billed USING (id)
     UNION ALL
     SELECT call_event.id, call_event.type, receipt.request_id, receipt.id, call_event.data, now()
     FROM receipt JOIN billed USING (id),
@@ -163,15 +151,12 @@ export const makeSettleBatch = (run: StatementRunner, sql: SqlClient.SqlClient, 
     attempts: bill.attempts,
     provider_id: bill.providerId,
     entry_id: ids.make("led"),
-    settled_event_id: ids.make("evt"),
-    receipt_event_id: ids.make("evt"),
     overage_event_id: ids.make("evt"),
     attestation_verdicts: bill.attestationVerdicts ?? null,
     line_items: bill.lineItems === undefined ? null : bill.lineItems.map(lineItemColumn),
     key_id: bill.keyId ?? null,
     call_events: (bill.events ?? []).map((event) => ({ id: ids.make("evt"), type: event.type, data: event.data })),
-    lease_id: reservation.leaseId ?? null,
-    reserved_event_id: reservation.leaseId === undefined ? null : ids.make("evt")
+    lease_id: reservation.leaseId ?? null
   })
 
   /** Settles calls of one account in one statement (`SETTLE`), on the pool unless `on` says otherwise. */

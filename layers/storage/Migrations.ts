@@ -23,6 +23,7 @@ import reservationLookup from "./migrations/0018_reservation_lookup.ts"
 import rateCount from "./migrations/0019_rate_count.ts"
 import permitBatches from "./migrations/0020_permit_batches.ts"
 import creditLeases from "./migrations/0021_credit_leases.ts"
+import settlementEvents from "./migrations/0022_settlement_events.ts"
 
 const MIGRATIONS: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_accounts_keys_ledger": accountsKeysLedger,
@@ -45,7 +46,8 @@ const MIGRATIONS: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClien
   "0018_reservation_lookup": reservationLookup,
   "0019_rate_count": rateCount,
   "0020_permit_batches": permitBatches,
-  "0021_credit_leases": creditLeases
+  "0021_credit_leases": creditLeases,
+  "0022_settlement_events": settlementEvents
 }
 
 /** The newest migration this build knows; `/readyz` is ready once the database has it. */

@@ -57,7 +57,7 @@ const RecordedEventsPg = Layer.effect(
         receipt_id: string | null
         data: Record<string, unknown>
         created_at: Date
-      }>`SELECT * FROM events ORDER BY created_at, id`.pipe(
+      }>`SELECT * FROM event_log ORDER BY created_at, id`.pipe(
         Effect.orDie,
         Effect.map((rows) =>
           rows.map((row): RecordedEvent => ({

@@ -1,0 +1,162 @@
+/**
+ * A settled call's own events read from its receipt (migration 0022,
+ * layers/events/EventLogPg.ts): `GET /v1/logs`'s pages list them among the
+ * stored events in the one order of `event_log`, through every filter and
+ * cursor, leave out a receipt written before the migration (its events were
+ * stored) and follow the events' retention.
+ */
+import { expect } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
+import { Clock, Effect, Layer } from "effect"
+import { AccountsPg } from "../layers/accounts/AccountsPg.ts"
+import { LedgerPg } from "../layers/billing/LedgerPg.ts"
+import { EventLogPg } from "../layers/events/EventLogPg.ts"
+import { IdsLive } from "../layers/platform/IdsLive.ts"
+import { Accounts } from "../services/Accounts.ts"
+import { EventLog, type EventQuery, type StoredEvent } from "../services/EventLog.ts"
+import { Ledger } from "../services/Ledger.ts"
+import { parseUsd } from "../services/Money.ts"
+import { layer } from "./support/layer.ts"
+import { billFor } from "./support/ledgerContract.ts"
+import { freshStorage } from "./support/moneyLayers.ts"
+
+const usd = (text: string) => parseUsd(text).pipe((option) => option._tag === "Some" ? option.value : 0n)
+const RETENTION_DAYS = 30
+
+const Storage = freshStorage({ monitoring: { eventRetentionDays: RETENTION_DAYS } })
+const Tested = Layer.mergeAll(AccountsPg, LedgerPg).pipe(
+  Layer.provideMerge(EventLogPg),
+  Layer.provide(IdsLive),
+  Layer.provideMerge(Storage),
+  // Reservations are stamped by the ledger's clock: a real one, so its events are inside their retention.
+  Layer.provide(Layer.setClock(Clock.make())),
+  Layer.orDie
+)
+
+interface LogRow {
+  readonly id: string
+  readonly type: string
+  readonly receipt_id: string | null
+  readonly created_at: Date
+  readonly xid: string
+  readonly seq: string
+}
+
+/** The account's events as `event_log` orders them: the one order every page must follow. */
+const logOf = (accountId: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<LogRow>`
+      SELECT id, type, receipt_id, created_at, xid::text, seq::text FROM event_log
+      WHERE account_id = ${accountId} ORDER BY event_log.xid DESC, event_log.seq DESC`).pipe(Effect.orDie)
+
+/** Every page of a query, walked `limit` at a time. */
+const walk = (query: Omit<EventQuery, "limit" | "after">, limit: number) =>
+  Effect.gen(function*() {
+    const log = yield* EventLog
+    const seen: Array<StoredEvent> = []
+    let page = yield* log.list({ ...query, limit })
+    seen.push(...page.items)
+    while (page.next !== null) {
+      expect(page.items.length).toBe(limit)
+      page = yield* log.list({ ...query, limit, after: page.next })
+      seen.push(...page.items)
+    }
+    return seen
+  })
+
+/** Waits until the newest page lists what `event_log` holds (other suites' transactions hold the horizon back). */
+const untilListed = (accountId: string) =>
+  Effect.gen(function*() {
+    const expected = (yield* logOf(accountId)).length
+    for (let tries = 0; tries < 200; tries++) {
+      const listed = (yield* Effect.flatMap(EventLog, (log) => log.list({ accountId, limit: 1000 }))).items.length
+      if (listed === expected) return
+      yield* Effect.promise(() => new Promise((wake) => setTimeout(wake, 25)))
+    }
+    const listed = (yield* Effect.flatMap(EventLog, (log) => log.list({ accountId, limit: 1000 }))).items
+    throw new Error(`the events were never all listed: ${listed.length} of ${expected}: ${listed.map((e) => e.type).join(",")}`)
+  })
+
+/** An account with calls reserved by statement and (once it is busy) from a lease, settled one, two, and five together, one with an overage. */
+const busyAccount = Effect.gen(function*() {
+  const ledger = yield* Ledger
+  const log = yield* EventLog
+  const account = yield* Effect.flatMap(Accounts, (accounts) => accounts.create({ name: "derived", credit: usd("5") }))
+  const reserve = (i: number) => ledger.reserve({ accountId: account.id, requestId: `req_${i}`, amount: usd("0.01") })
+  const reservations = yield* Effect.forEach(Array.from({ length: 12 }, (_, i) => i), reserve)
+  yield* log.record({ type: "provider.usage_invalid", accountId: account.id, data: { between: "settlements" } })
+  yield* ledger.settle(reservations[0]!, billFor("0.004"))
+  yield* ledger.settle(reservations[1]!, billFor("0.02")) // above its hold: an overage, stored
+  yield* Effect.forEach(reservations.slice(2), (reservation) => ledger.settle(reservation, billFor("0.003")), {
+    concurrency: "unbounded"
+  })
+  yield* untilListed(account.id)
+  return { account, reservations }
+})
+
+layer(Tested, { timeout: "60 seconds" })("settlement events read from receipts", (it) => {
+  it.effect("pages list stored and derived events in event_log's order, at every page size, each once", () =>
+    Effect.gen(function*() {
+      const { account, reservations } = yield* busyAccount
+      const whole = yield* logOf(account.id)
+      const types = whole.map((event) => event.type)
+      // 12 settled, one overage; the calls after the account got busy were held from a lease.
+      expect(types.filter((type) => type === "payment.settled")).toHaveLength(12)
+      expect(types.filter((type) => type === "receipt.created")).toHaveLength(12)
+      expect(types.filter((type) => type === "payment.overage")).toHaveLength(1)
+      expect(types.filter((type) => type === "payment.reserved")).toHaveLength(12)
+      const sql = yield* SqlClient.SqlClient
+      const [stored] = yield* sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM events WHERE account_id = ${account.id} AND type = 'payment.reserved'`
+      expect(stored!.n).toBeLessThan(12) // some were derived: leased calls write no reservation event
+      expect(new Set(whole.map((event) => event.id)).size).toBe(whole.length)
+      for (const limit of [1, 2, 3, 5, 1000]) {
+        expect((yield* walk({ accountId: account.id }, limit)).map((event) => event.id)).toEqual(whole.map((event) => event.id))
+      }
+      // A receipt's page: its own events, stored and derived.
+      const receipt = reservations[1]!.id
+      expect((yield* walk({ accountId: account.id, receiptId: receipt }, 1)).map((event) => event.id))
+        .toEqual(whole.filter((event) => event.receipt_id === receipt).map((event) => event.id))
+    }))
+
+  it.effect("filters by exact type, category and time, with cursors inside a receipt's events", () =>
+    Effect.gen(function*() {
+      const { account } = yield* busyAccount
+      const whole = yield* logOf(account.id)
+      const ids = (events: ReadonlyArray<{ readonly id: string }>) => events.map((event) => event.id)
+      for (const exact of ["payment.reserved", "payment.settled", "receipt.created", "payment.overage", "provider.route"] as const) {
+        expect(ids(yield* walk({ accountId: account.id, type: { exact } }, 2))).toEqual(ids(whole.filter((event) => event.type === exact)))
+      }
+      for (const category of ["payment", "receipt", "provider", "account"] as const) {
+        expect(ids(yield* walk({ accountId: account.id, type: { category } }, 3)))
+          .toEqual(ids(whole.filter((event) => event.type.startsWith(`${category}.`))))
+      }
+      const middle = whole[Math.floor(whole.length / 2)]!.created_at
+      expect(ids(yield* walk({ accountId: account.id, from: middle }, 2))).toEqual(ids(whole.filter((event) => event.created_at >= middle)))
+      expect(ids(yield* walk({ accountId: account.id, to: middle, type: { category: "payment" } }, 2)))
+        .toEqual(ids(whole.filter((event) => event.created_at < middle && event.type.startsWith("payment."))))
+    }))
+
+  it.effect("a receipt written before the migration adds nothing, and derived events follow the events' retention", () =>
+    Effect.gen(function*() {
+      const { account, reservations } = yield* busyAccount
+      const sql = yield* SqlClient.SqlClient
+      const before = (yield* logOf(account.id)).length
+      yield* sql`UPDATE receipts SET event_seq = NULL WHERE id = ${reservations[3]!.id}`
+      const old = reservations[4]!.id
+      yield* sql`
+        UPDATE receipts SET settled_at = now() - make_interval(days => ${RETENTION_DAYS + 1}),
+                            reserved_at = now() - make_interval(days => ${RETENTION_DAYS + 1})
+        WHERE id = ${old}`
+      const after = yield* logOf(account.id)
+      expect(after.filter((event) => event.receipt_id === reservations[3]!.id && event.type === "receipt.created")).toEqual([])
+      expect(after.length).toBeLessThan(before)
+      const stored = new Set((yield* sql<{ id: string }>`SELECT id FROM events WHERE receipt_id = ${old}`).map((row) => row.id))
+      const listed = yield* walk({ accountId: account.id }, 4)
+      // The old receipt's derived events stay in the view (receipts are kept), but are not listed: past retention.
+      expect(listed.map((event) => event.id))
+        .toEqual(after.filter((event) => event.receipt_id !== old || stored.has(event.id)).map((event) => event.id))
+      expect(after.filter((event) => event.receipt_id === old && !stored.has(event.id)).map((event) => event.type).sort())
+        .toEqual(["payment.settled", "receipt.created"])
+    }))
+})
