@@ -6,8 +6,8 @@
  * works through, and in session 23 the bytes a call allocated predicted its
  * CPU better than its count of Effect operations (docs/performance.md).
  * `BENCH_GATEWAY=gateway-unbilled` measures the gateway billing nothing instead, `BENCH_STREAM=1`
- * streamed calls (20 frames each), and `BENCH_CPU_PROF=<dir>` also writes the gateway's CPU profile
- * there.
+ * streamed calls (20 frames each), `BENCH_CONNECTIONS=1` one connection instead of 50, and
+ * `BENCH_CPU_PROF=<dir>` also writes the gateway's CPU profile there.
  */
 import type { ChildProcess } from "node:child_process"
 import { cpuProfileFlags, nextMessage, type StartServer } from "./children.ts"
@@ -19,10 +19,11 @@ const LISTED = 25
 export const allocationBench = async (startServer: StartServer, spawnLoader: () => ChildProcess, body: string, seconds: number) => {
   const upstream = await startServer(["upstream"])
   const gateway = await startServer([process.env.BENCH_GATEWAY ?? "gateway", upstream.url], cpuProfileFlags)
+  const connections = Number(process.env.BENCH_CONNECTIONS ?? 50)
   const loader = spawnLoader()
   await nextMessage(loader, "ready")
   const load = (runSeconds: number) => {
-    loader.send({ url: gateway.url, key: gateway.key, body, concurrency: 50, seconds: runSeconds } satisfies Job)
+    loader.send({ url: gateway.url, key: gateway.key, body, concurrency: connections, seconds: runSeconds } satisfies Job)
     return nextMessage<Result>(loader, "result")
   }
   await load(2) // warm: compiled code and filled caches, not start-up, are measured
@@ -49,7 +50,7 @@ export const allocationBench = async (startServer: StartServer, spawnLoader: () 
   }
   console.log([
     "",
-    `Allocated per ${process.env.BENCH_STREAM === "1" ? "streamed" : "JSON"} call, 50 connections, ${seconds} s (${requests} calls, ${rps.toFixed(0)} req/s while sampled): **${perCall(bytes)} KiB**`,
+    `Allocated per ${process.env.BENCH_STREAM === "1" ? "streamed" : "JSON"} call, ${connections} connection${connections === 1 ? "" : "s"}, ${seconds} s (${requests} calls, ${rps.toFixed(0)} req/s while sampled): **${perCall(bytes)} KiB**`,
     ...table("file or package", byFile),
     ...table("nearest function of ours on the stack", byCaller)
   ].join("\n"))
