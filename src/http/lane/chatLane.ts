@@ -118,8 +118,9 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
     const headers: Record<string, string> = Object.assign({}, answered.headers, extra)
     addRateLimitHeaders(headers, limits)
     headers["x-request-id"] = requestId
+    // Counted (metrics, call record, request line) once the answer is on its way, not before it.
     if (answered.body._tag !== "Stream") {
-      return Effect.zipRight(call.count("POST", PATH, answered.status, undefined), writeResponse(response, answered, headers))
+      return Effect.zipRight(writeResponse(response, answered, headers), call.count("POST", PATH, answered.status, undefined))
     }
     let firstByteMs: number | undefined
     const firstByte = () => void (firstByteMs ??= clock.unsafeCurrentTimeMillis() - call.startedAt)

@@ -21,10 +21,14 @@ export const writeResponse = (
     const body = response.body
     res.writeHead(response.status, headers)
     switch (body._tag) {
+      // A whole body is handed to the socket at once, and nothing waits for `end`'s callback (never
+      // called when the connection closed first): what follows the answer runs while the client reads it.
       case "Uint8Array":
-        return Effect.async<void>((resume) => void res.end(body.body, () => resume(Effect.void)))
+        res.end(body.body)
+        return Effect.void
       case "Raw":
-        return Effect.async<void>((resume) => void res.end(body.body as string, () => resume(Effect.void)))
+        res.end(body.body as string)
+        return Effect.void
       case "Stream": {
         let waiting: (() => void) | undefined
         res.on("drain", () => {
