@@ -137,11 +137,15 @@ layer(Tested, { timeout: "60 seconds" })("settlement events read from receipts",
         .toEqual(ids(whole.filter((event) => event.created_at < middle && event.type.startsWith("payment."))))
     }))
 
-  it.effect("a receipt written before the migration adds nothing, and derived events follow the events' retention", () =>
+  it.effect("a receipt with no event_seq (before the migration, or a previous version's) adds nothing; retention applies", () =>
     Effect.gen(function*() {
       const { account, reservations } = yield* busyAccount
       const sql = yield* SqlClient.SqlClient
       const before = (yield* logOf(account.id)).length
+      // A process of the previous version, serving during a rollout, writes receipts with no event_seq.
+      const [column] = yield* sql<{ column_default: string | null }>`
+        SELECT column_default FROM information_schema.columns WHERE table_name = 'receipts' AND column_name = 'event_seq'`
+      expect(column!.column_default).toBeNull()
       yield* sql`UPDATE receipts SET event_seq = NULL WHERE id = ${reservations[3]!.id}`
       const old = reservations[4]!.id
       yield* sql`

@@ -34,19 +34,19 @@ export const SETTLEMENT_COLUMNS = `
  * What a settlement writes once its account row is charged (`charged`, with `balance_before`):
  * the receipts, their ledger entries and the `settled_events` to insert with any others. A
  * receipt's own events (`payment.settled`, `receipt.created`, and `payment.reserved` for a call
- * held from a lease: `leased`) are read from its row, not stored (migration 0022).
+ * held from a lease: `leased`) are read from its row at `event_seq`, not stored (migration 0022).
  */
 export const SETTLEMENT_WRITES = `
   receipt AS (
     INSERT INTO receipts (
       id, account_id, request_id, endpoint, model, tier, privacy_class, input_tokens, output_tokens,
       input_per_mtok_usd, output_per_mtok_usd, upstream_usd, margin_usd, total_usd, estimated_usd,
-      reserved_at, balance_after_usd, attempts, provider_id, attestation_verdicts, line_items, key_id, leased)
+      reserved_at, balance_after_usd, attempts, provider_id, attestation_verdicts, line_items, key_id, leased, event_seq)
     SELECT
       id, $2, request_id, endpoint, model, tier, privacy_class, input_tokens, output_tokens,
       input_price, output_price, upstream, charge - upstream, charge, estimated, reserved_at,
       charged.balance_before - sum(charge) OVER (ORDER BY ord), attempts, provider_id, attestation_verdicts,
-      line_items, key_id, lease_id IS NOT NULL
+      line_items, key_id, lease_id IS NOT NULL, nextval('event_positions')
     FROM billed, charged
     RETURNING *
   ), entry AS (

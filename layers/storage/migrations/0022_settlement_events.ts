@@ -7,10 +7,11 @@
  * is their one definition; `event_log` is every event, stored or derived,
  * for SQL readers (the API reads pages through layers/events/EventLogPg.ts).
  *
- * Positions: the events' sequence steps by 4, and a receipt takes one value
- * of it (`event_seq`), so its derived events sit at `event_seq + 0..2` in its
- * transaction without meeting a stored event's. Receipts written before this
- * migration have no `event_seq`: their events were stored.
+ * Positions: the events' sequence (`event_positions`) steps by 4, and a
+ * receipt takes one value of it (`event_seq`), so its derived events sit at
+ * `event_seq + 0..2` in its transaction without meeting a stored event's.
+ * Receipts without an `event_seq` (written before this migration, or by a
+ * process of the previous version during a rollout) had their events stored.
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
@@ -18,10 +19,13 @@ import { Effect } from "effect"
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const [sequence] = yield* sql<{ name: string }>`SELECT pg_get_serial_sequence('events', 'seq') AS name`
+  // Named, for the settlement statement's `nextval('event_positions')`.
+  yield* sql.unsafe(`ALTER SEQUENCE ${sequence!.name} RENAME TO event_positions`)
   yield* sql`ALTER TABLE events ALTER COLUMN seq SET INCREMENT BY 4`
+  // No default: a process of the previous version, still serving during a rollout, writes its
+  // receipts without one and stores their events, as it always did.
   yield* sql`ALTER TABLE receipts ADD COLUMN event_seq bigint`
   yield* sql`ALTER TABLE receipts ADD COLUMN leased boolean NOT NULL DEFAULT false`
-  yield* sql.unsafe(`ALTER TABLE receipts ALTER COLUMN event_seq SET DEFAULT nextval('${sequence!.name}'::regclass)`)
   yield* sql`CREATE INDEX receipts_account_events ON receipts (account_id, xid, event_seq) WHERE event_seq IS NOT NULL`
   yield* sql`
     CREATE FUNCTION settlement_events(r receipts)
