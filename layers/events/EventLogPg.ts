@@ -93,7 +93,7 @@ export const EventLogPg = Layer.effect(
         SELECT e.id, e.type, (r.receipt).account_id, (r.receipt).request_id, (r.receipt).id AS receipt_id,
                e.data, e.created_at, r.xid, e.seq
         FROM (
-          SELECT r AS receipt, r.xid, r.event_seq FROM receipts r
+          SELECT r AS receipt, r.xid FROM receipts r
           WHERE ${
         sql.and([
           sql`r.account_id = ${query.accountId}`,
