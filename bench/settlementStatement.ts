@@ -13,6 +13,7 @@ import { Effect } from "effect"
 import pg from "pg"
 import { makeSettleBatch, SETTLE } from "../layers/billing/ledgerSettle.ts"
 import type { SettleItem } from "../layers/billing/ledgerRows.ts"
+import { keptInReceipt } from "../layers/events/receiptEvents.ts"
 import { IdsLive } from "../layers/platform/IdsLive.ts"
 import { Ids } from "../services/Ids.ts"
 import type { CallEvent } from "../services/Ledger.ts"
@@ -93,7 +94,9 @@ export const settlementBench = async () => {
     }
     const median = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)[values.length >> 1]!
     const rows = configs.map(({ batch, cpu, events, wall }) =>
-      `| ${batch} | ${3 + events.length} (${events.length} stored) | ${median(cpu).toFixed(0)} | ${median(wall).toFixed(0)} |`
+      `| ${batch} | ${3 + events.length} (${keptInReceipt(events) ? 0 : events.length} stored) | ${median(cpu).toFixed(0)} | ${
+        median(wall).toFixed(0)
+      } |`
     )
     console.log([
       "",

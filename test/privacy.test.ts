@@ -120,7 +120,7 @@ const lastUpstreamModel = () => upstream.requests.at(-1)?.body.model
 
 const privacyEvents = (accountId: string) =>
   gateway.query<{ type: string; data: any }>(
-    "SELECT type, data FROM events WHERE account_id = $1 AND type LIKE 'privacy.%' ORDER BY created_at, type",
+    "SELECT type, data FROM event_log WHERE account_id = $1 AND type LIKE 'privacy.%' ORDER BY created_at, type",
     [accountId]
   )
 

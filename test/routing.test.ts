@@ -161,7 +161,7 @@ const receiptsOf = (accountId: string) =>
 
 const eventsOf = (accountId: string) =>
   gateway.query<{ type: string; data: any }>(
-    "SELECT type, data FROM events WHERE account_id = $1 AND type LIKE 'provider.%' ORDER BY (data->>'attempt')::int, type DESC",
+    "SELECT type, data FROM event_log WHERE account_id = $1 AND type LIKE 'provider.%' ORDER BY (data->>'attempt')::int, type DESC",
     [accountId]
   )
 

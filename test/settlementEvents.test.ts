@@ -1,5 +1,5 @@
 /**
- * A settled call's own events read from its receipt (migration 0022,
+ * A settled call's events read from its receipt (migrations 0022 and 0023,
  * layers/events/EventLogPg.ts): `GET /v1/logs`'s pages list them among the
  * stored events in the one order of `event_log`, through every filter and
  * cursor, leave out a receipt written before the migration (its events were
@@ -79,7 +79,30 @@ const untilListed = (accountId: string) =>
     }
   })
 
-/** An account with calls reserved by statement and (once it is busy) from a lease: two settled alone (the second with an overage), then ten at once. */
+/** A call served by its first route: its routing and privacy events are kept in its receipt (migration 0023). */
+const servedFirst = (total: string) => ({
+  ...billFor(total),
+  events: [
+    { type: "provider.route" as const, data: { model: "svc/pro", attempt: 1 } },
+    { type: "privacy.class_served" as const, data: { class: "standard_route" } }
+  ]
+})
+
+/** A call that fell back once: all its call events are stored as rows. */
+const fellBack = (total: string) => ({
+  ...billFor(total),
+  events: [
+    { type: "provider.route" as const, data: { model: "svc/pro", attempt: 1 } },
+    { type: "provider.fallback" as const, data: { from_model: "svc/pro", to_model: "svc/pro", attempt: 2 } },
+    { type: "provider.route" as const, data: { model: "svc/pro", attempt: 2 } },
+    { type: "privacy.class_served" as const, data: { class: "standard_route" } }
+  ]
+})
+
+/**
+ * An account with calls reserved by statement and (once it is busy) from a lease: two settled
+ * alone (the first fell back, the second has an overage), then ten at once.
+ */
 const busyAccount = Effect.gen(function*() {
   const ledger = yield* Ledger
   const log = yield* EventLog
@@ -87,9 +110,9 @@ const busyAccount = Effect.gen(function*() {
   const reserve = (i: number) => ledger.reserve({ accountId: account.id, requestId: `req_${i}`, amount: usd("0.01") })
   const reservations = yield* Effect.forEach(Array.from({ length: 12 }, (_, i) => i), reserve)
   yield* log.record({ type: "provider.usage_invalid", accountId: account.id, data: { between: "settlements" } })
-  yield* ledger.settle(reservations[0]!, billFor("0.004"))
+  yield* ledger.settle(reservations[0]!, fellBack("0.004"))
   yield* ledger.settle(reservations[1]!, billFor("0.02")) // above its hold: an overage, stored
-  yield* Effect.forEach(reservations.slice(2), (reservation) => ledger.settle(reservation, billFor("0.003")), {
+  yield* Effect.forEach(reservations.slice(2), (reservation) => ledger.settle(reservation, servedFirst("0.003")), {
     concurrency: "unbounded"
   })
   yield* untilListed(account.id)
@@ -107,10 +130,20 @@ layer(Tested, { timeout: "60 seconds" })("settlement events read from receipts",
       expect(types.filter((type) => type === "receipt.created")).toHaveLength(12)
       expect(types.filter((type) => type === "payment.overage")).toHaveLength(1)
       expect(types.filter((type) => type === "payment.reserved")).toHaveLength(12)
+      expect(types.filter((type) => type === "provider.route")).toHaveLength(13)
+      expect(types.filter((type) => type === "privacy.class_served")).toHaveLength(11)
       const sql = yield* SqlClient.SqlClient
-      const [stored] = yield* sql<{ n: number }>`
-        SELECT count(*)::int AS n FROM events WHERE account_id = ${account.id} AND type = 'payment.reserved'`
-      expect(stored!.n).toBeLessThan(12) // some were derived: leased calls write no reservation event
+      const storedOf = (type: string) =>
+        Effect.map(sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM events WHERE account_id = ${account.id} AND type = ${type}`, ([row]) => row!.n)
+      expect(yield* storedOf("payment.reserved")).toBeLessThan(12) // some were derived: leased calls write no reservation event
+      // Only the call that fell back stored its routing and privacy events.
+      expect(yield* storedOf("provider.route")).toBe(2)
+      expect(yield* storedOf("provider.fallback")).toBe(1)
+      expect(yield* storedOf("privacy.class_served")).toBe(1)
+      // A served call's events follow its receipt's, in the order they happened.
+      const served = whole.filter((event) => event.receipt_id === reservations[5]!.id).map((event) => event.type).reverse()
+      expect(served.slice(-4)).toEqual(["payment.settled", "receipt.created", "provider.route", "privacy.class_served"])
       expect(new Set(whole.map((event) => event.id)).size).toBe(whole.length)
       for (const limit of [1, 2, 3, 5, 1000]) {
         expect((yield* walk({ accountId: account.id }, limit)).map((event) => event.id)).toEqual(whole.map((event) => event.id))
@@ -126,10 +159,20 @@ layer(Tested, { timeout: "60 seconds" })("settlement events read from receipts",
       const { account } = yield* busyAccount
       const whole = yield* logOf(account.id)
       const ids = (events: ReadonlyArray<{ readonly id: string }>) => events.map((event) => event.id)
-      for (const exact of ["payment.reserved", "payment.settled", "receipt.created", "payment.overage", "provider.route"] as const) {
+      for (
+        const exact of [
+          "payment.reserved",
+          "payment.settled",
+          "receipt.created",
+          "payment.overage",
+          "provider.route",
+          "provider.fallback",
+          "privacy.class_served"
+        ] as const
+      ) {
         expect(ids(yield* walk({ accountId: account.id, type: { exact } }, 2))).toEqual(ids(whole.filter((event) => event.type === exact)))
       }
-      for (const category of ["payment", "receipt", "provider", "account"] as const) {
+      for (const category of ["payment", "receipt", "provider", "privacy", "account"] as const) {
         expect(ids(yield* walk({ accountId: account.id, type: { category } }, 3)))
           .toEqual(ids(whole.filter((event) => event.type.startsWith(`${category}.`))))
       }
@@ -163,6 +206,6 @@ layer(Tested, { timeout: "60 seconds" })("settlement events read from receipts",
       expect(listed.map((event) => event.id))
         .toEqual(after.filter((event) => event.receipt_id !== old || stored.has(event.id)).map((event) => event.id))
       expect(after.filter((event) => event.receipt_id === old && !stored.has(event.id)).map((event) => event.type).sort())
-        .toEqual(["payment.settled", "receipt.created"])
+        .toEqual(["payment.settled", "privacy.class_served", "provider.route", "receipt.created"])
     }))
 })

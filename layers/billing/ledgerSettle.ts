@@ -11,9 +11,10 @@
 import type { SqlClient } from "@effect/sql"
 import { Cause, Effect, Exit } from "effect"
 import type { Ids } from "../../services/Ids.ts"
-import type { Receipt } from "../../services/Ledger.ts"
+import type { CallEvent, Receipt } from "../../services/Ledger.ts"
 import { isDatabaseOutage } from "../../services/DatabaseStatus.ts"
 import { formatUsd, fromNumericColumn, type Nanos } from "../../services/Money.ts"
+import { keptInReceipt } from "../events/receiptEvents.ts"
 import type { StatementRunner } from "../storage/pgPool.ts"
 import { billProblem, refusedBill } from "./billCheck.ts"
 import { lineItemColumn, type SettleItem, settledReceipt, type SettledRow } from "./ledgerRows.ts"
@@ -27,26 +28,29 @@ export const SETTLEMENT_COLUMNS = `
         ord int, id text, request_id text, endpoint text, model text, tier text, privacy_class text,
         input_tokens int, output_tokens int, input_price numeric, output_price numeric, upstream numeric,
         total numeric, estimated numeric, reserved_at timestamptz, attempts jsonb, provider_id text,
-        entry_id text, overage_event_id text, call_events jsonb, attestation_verdicts jsonb, line_items jsonb,
-        key_id text, lease_id text`
+        entry_id text, overage_event_id text, call_events jsonb, stored_events jsonb, attestation_verdicts jsonb,
+        line_items jsonb, key_id text, lease_id text`
 
 /**
  * What a settlement writes once its account row is charged (`charged`, with `balance_before`):
  * the receipts, their ledger entries and the `settled_events` to insert with any others. A
  * receipt's own events (`payment.settled`, `receipt.created`, and `payment.reserved` for a call
- * held from a lease: `leased`) are read from its row at `event_seq`, not stored (migration 0022).
+ * held from a lease: `leased`) are read from its row at `event_seq`, not stored (migration 0022),
+ * and so are the call's routing and privacy events it keeps in `call_events` (migration 0023,
+ * layers/events/receiptEvents.ts); a call's other events are `stored_events`.
  */
 export const SETTLEMENT_WRITES = `
   receipt AS (
     INSERT INTO receipts (
       id, account_id, request_id, endpoint, model, tier, privacy_class, input_tokens, output_tokens,
       input_per_mtok_usd, output_per_mtok_usd, upstream_usd, margin_usd, total_usd, estimated_usd,
-      reserved_at, balance_after_usd, attempts, provider_id, attestation_verdicts, line_items, key_id, leased, event_seq)
+      reserved_at, balance_after_usd, attempts, provider_id, attestation_verdicts, line_items, key_id, leased, event_seq,
+      call_events)
     SELECT
       id, $2, request_id, endpoint, model, tier, privacy_class, input_tokens, output_tokens,
       input_price, output_price, upstream, charge - upstream, charge, estimated, reserved_at,
       charged.balance_before - sum(charge) OVER (ORDER BY ord), attempts, provider_id, attestation_verdicts,
-      line_items, key_id, lease_id IS NOT NULL, nextval('event_positions')
+      line_items, key_id, lease_id IS NOT NULL, nextval('event_positions'), call_events
     FROM billed, charged
     RETURNING *
   ), entry AS (
@@ -63,7 +67,7 @@ export const SETTLEMENT_WRITES = `
     UNION ALL
     SELECT call_event.id, call_event.type, receipt.request_id, receipt.id, call_event.data, now()
     FROM receipt JOIN billed USING (id),
-         jsonb_to_recordset(billed.call_events) AS call_event(id text, type text, data jsonb)
+         jsonb_to_recordset(billed.stored_events) AS call_event(id text, type text, data jsonb)
   )`
 
 /**
@@ -131,6 +135,12 @@ export const SETTLE = `
 export const makeSettleBatch = (run: StatementRunner, sql: SqlClient.SqlClient, ids: typeof Ids.Service) => {
   const inTransaction: StatementRunner = (text, values) => sql.unsafe(text, values) // on the transaction's connection
 
+  /** A call's events: kept in its receipt (no ids: read from it), or stored as rows. */
+  const callEventsInput = (events: ReadonlyArray<CallEvent>) =>
+    keptInReceipt(events)
+      ? { call_events: events.length > 0 ? events : null, stored_events: null }
+      : { call_events: null, stored_events: events.map((event) => ({ id: ids.make("evt"), type: event.type, data: event.data })) }
+
   /** The settlement row of one call, as the batch statement reads it. */
   const settlementInput = ({ bill, reservation }: SettleItem, ord: number) => ({
     ord,
@@ -155,7 +165,7 @@ export const makeSettleBatch = (run: StatementRunner, sql: SqlClient.SqlClient, 
     attestation_verdicts: bill.attestationVerdicts ?? null,
     line_items: bill.lineItems === undefined ? null : bill.lineItems.map(lineItemColumn),
     key_id: bill.keyId ?? null,
-    call_events: (bill.events ?? []).map((event) => ({ id: ids.make("evt"), type: event.type, data: event.data })),
+    ...callEventsInput(bill.events ?? []),
     lease_id: reservation.leaseId ?? null
   })
 

@@ -1,6 +1,6 @@
 /**
- * Events stored in the `events` table, and a settled call's own events read
- * from its receipt (`settlement_events`, migration 0022); pages read newest
+ * Events stored in the `events` table, and a settled call's events read
+ * from its receipt (`settlement_events`, migrations 0022 and 0023); pages read newest
  * first by (transaction id, sequence), below the horizon of eventPages.ts.
  * A page is at most `limit + 1` rows of each kind, merged by position.
  */
@@ -10,6 +10,7 @@ import { AppConfig } from "../../services/Config.ts"
 import { EventLog, type EventQuery, type EventType, type StoredEvent } from "../../services/EventLog.ts"
 import { Ids } from "../../services/Ids.ts"
 import { belowHorizon, pageOfEvents } from "./eventPages.ts"
+import { DERIVED_TYPES } from "./receiptEvents.ts"
 
 interface EventRow {
   readonly id: string
@@ -34,8 +35,7 @@ const toEvent = (row: EventRow): StoredEvent => ({
   position: { xid: BigInt(row.position_xid), seq: BigInt(row.position_seq) }
 })
 
-/** The types read from receipts (`settlement_events`), and so their categories. */
-const DERIVED_TYPES: ReadonlyArray<EventType> = ["payment.reserved", "payment.settled", "receipt.created"]
+/** Whether a query may pick events read from receipts (`settlement_events`). */
 const derivable = (type: EventQuery["type"]) =>
   type === undefined ||
   ("exact" in type ? DERIVED_TYPES.includes(type.exact) : DERIVED_TYPES.some((t) => t.startsWith(`${type.category}.`)))

@@ -24,6 +24,7 @@ import rateCount from "./migrations/0019_rate_count.ts"
 import permitBatches from "./migrations/0020_permit_batches.ts"
 import creditLeases from "./migrations/0021_credit_leases.ts"
 import settlementEvents from "./migrations/0022_settlement_events.ts"
+import receiptCallEvents from "./migrations/0023_receipt_call_events.ts"
 
 const MIGRATIONS: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_accounts_keys_ledger": accountsKeysLedger,
@@ -47,7 +48,8 @@ const MIGRATIONS: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClien
   "0019_rate_count": rateCount,
   "0020_permit_batches": permitBatches,
   "0021_credit_leases": creditLeases,
-  "0022_settlement_events": settlementEvents
+  "0022_settlement_events": settlementEvents,
+  "0023_receipt_call_events": receiptCallEvents
 }
 
 /** The newest migration this build knows; `/readyz` is ready once the database has it. */
