@@ -7,7 +7,8 @@
  * PostgreSQL shares the two cores with the gateway, the upstream and the load generator, and
  * its time moves with theirs. Session 24 found with it that a call's five events were ~40% of
  * what its settlement cost PostgreSQL; since session 25 three of them are read from the receipt
- * (migration 0022), and only the call's own events are stored (docs/performance.md, item 57).
+ * (migration 0022, item 57), since session 26 the other two as well when they are all the call
+ * has (0023, item 59), and the account's rows are no longer checked by foreign keys (0024, item 60).
  */
 import { Effect } from "effect"
 import pg from "pg"

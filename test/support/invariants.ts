@@ -3,7 +3,9 @@
  * credits − receipt totals = balance = sum of ledger entries; reserved = open
  * reservations and credit leases; a balance below zero by no more than its recorded overages
  * (`payment.overage` events); no open reservation past its lease; one receipt
- * per settled reservation and none for released ones; upstream + margin = total.
+ * per settled reservation and none for released ones; upstream + margin = total; every
+ * reservation, receipt and ledger entry of an account that exists (no foreign key checks these
+ * rows: migration 0024), a receipt of its reservation's account.
  * Returns the violations, so a failing test shows them.
  */
 type Query = <Row = Record<string, unknown>>(text: string, params?: ReadonlyArray<unknown>) => Promise<ReadonlyArray<Row>>
@@ -43,6 +45,18 @@ export const moneyViolations = async (query: Query): Promise<ReadonlyArray<strin
       WHERE v.status <> 'settled'
     UNION ALL
     SELECT 'receipt ' || id || ': upstream + margin <> total' FROM receipts WHERE upstream_usd + margin_usd <> total_usd
+    UNION ALL
+    SELECT 'receipt ' || id || ' of an unknown account' FROM receipts r
+      WHERE NOT EXISTS (SELECT FROM accounts a WHERE a.id = r.account_id)
+    UNION ALL
+    SELECT 'receipt ' || r.id || ' of another account than its reservation' FROM receipts r JOIN reservations v ON v.id = r.id
+      WHERE v.account_id <> r.account_id
+    UNION ALL
+    SELECT 'reservation ' || id || ' of an unknown account' FROM reservations v
+      WHERE NOT EXISTS (SELECT FROM accounts a WHERE a.id = v.account_id)
+    UNION ALL
+    SELECT 'ledger entry ' || id || ' of an unknown account' FROM ledger_entries l
+      WHERE NOT EXISTS (SELECT FROM accounts a WHERE a.id = l.account_id)
     UNION ALL
     SELECT 'receipt ' || r.id || ' has no charge entry' FROM receipts r
       WHERE NOT EXISTS (SELECT 1 FROM ledger_entries l WHERE l.reference = r.id AND l.kind = 'charge' AND l.amount_usd = -r.total_usd)

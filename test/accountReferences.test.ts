@@ -1,0 +1,73 @@
+/**
+ * A call's money rows refer to their account without a foreign key
+ * (migration 0024): an account can no longer be deleted, and the money
+ * invariants, which every billing test checks, see a row of an account that
+ * does not exist.
+ */
+import { expect } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
+import { Effect, Layer } from "effect"
+import { AccountsPg } from "../layers/accounts/AccountsPg.ts"
+import { LedgerPg } from "../layers/billing/LedgerPg.ts"
+import { EventLogPg } from "../layers/events/EventLogPg.ts"
+import { IdsLive } from "../layers/platform/IdsLive.ts"
+import { Accounts } from "../services/Accounts.ts"
+import { Ledger } from "../services/Ledger.ts"
+import { parseUsd } from "../services/Money.ts"
+import { moneyViolations } from "./support/invariants.ts"
+import { layer } from "./support/layer.ts"
+import { billFor } from "./support/ledgerContract.ts"
+import { freshStorage } from "./support/moneyLayers.ts"
+
+const usd = (text: string) => parseUsd(text).pipe((option) => option._tag === "Some" ? option.value : 0n)
+
+const Tested = Layer.mergeAll(AccountsPg, LedgerPg).pipe(
+  Layer.provideMerge(EventLogPg),
+  Layer.provide(IdsLive),
+  Layer.provideMerge(freshStorage({})),
+  Layer.orDie
+)
+
+/** The invariants' violations, read through the layer's own connection. */
+const violations = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  Effect.promise(() =>
+    moneyViolations(<Row,>(text: string, params?: ReadonlyArray<unknown>) =>
+      Effect.runPromise(sql.unsafe<Row & object>(text, params as Array<unknown>).pipe(Effect.orDie)) as Promise<ReadonlyArray<Row>>
+    )
+  ))
+
+layer(Tested, { timeout: "60 seconds" })("account references", (it) => {
+  it.effect("an account cannot be deleted or truncated", () =>
+    Effect.gen(function*() {
+      const account = yield* Effect.flatMap(Accounts, (accounts) => accounts.create({ name: "kept", credit: usd("1") }))
+      const sql = yield* SqlClient.SqlClient
+      for (const statement of [sql`DELETE FROM accounts WHERE id = ${account.id}`, sql`TRUNCATE accounts CASCADE`]) {
+        const failure = yield* Effect.flip(statement)
+        expect(String(failure.cause)).toContain("accounts are never deleted")
+      }
+      const [row] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM accounts WHERE id = ${account.id}`
+      expect(row!.n).toBe(1)
+    }))
+
+  it.effect("the invariants hold after a settlement, and name every row of an unknown account", () =>
+    Effect.gen(function*() {
+      const ledger = yield* Ledger
+      const account = yield* Effect.flatMap(Accounts, (accounts) => accounts.create({ name: "refs", credit: usd("1") }))
+      const reservation = yield* ledger.reserve({ accountId: account.id, requestId: "req_refs", amount: usd("0.01") })
+      yield* ledger.settle(reservation, billFor("0.004"))
+      expect(yield* violations).toEqual([])
+
+      // Rows no statement of the gateway writes: each refers to an account that does not exist.
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`INSERT INTO reservations (id, account_id, request_id, amount_usd, status, expires_at)
+                 VALUES ('rsv_orphan', 'acct_missing', 'req_orphan', 0, 'released', now())`
+      yield* sql`INSERT INTO ledger_entries (id, account_id, kind, amount_usd, reference, balance_after_usd)
+                 VALUES ('led_orphan', 'acct_missing', 'credit', 0, 'orphan', 0)`
+      yield* sql`UPDATE receipts SET account_id = 'acct_missing' WHERE id = ${reservation.id}`
+      const found = yield* violations
+      expect(found).toContain("reservation rsv_orphan of an unknown account")
+      expect(found).toContain("ledger entry led_orphan of an unknown account")
+      expect(found).toContain(`receipt ${reservation.id} of an unknown account`)
+      expect(found).toContain(`receipt ${reservation.id} of another account than its reservation`)
+    }))
+})
