@@ -356,7 +356,7 @@ const main = async () => {
       `SELECT a.balance_usd::text AS balance,
               ($2::numeric - a.balance_usd)::text AS dropped,
               r.total::text AS receipts_total, r.n AS receipts,
-              (SELECT coalesce(-sum(amount_usd), 0) FROM ledger_entries e
+              (SELECT coalesce(-sum(amount_usd), 0) FROM ledger e
                 WHERE e.account_id = a.id AND e.kind = 'charge')::text AS charged,
               a.reserved_usd::text AS reserved,
               (SELECT count(*)::int FROM reservations v WHERE v.account_id = a.id AND v.status = 'open') AS open,

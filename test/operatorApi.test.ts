@@ -23,10 +23,10 @@ afterAll(async () => {
 
 const post = (path: string, body: unknown) => gateway.request("POST", path, { body })
 
-/** Balance on the account row must equal the sum of its ledger entries, to the last digit. */
+/** Balance on the account row must equal the sum of its ledger (migration 0025), to the last digit. */
 const ledgerSum = async (accountId: string) => {
   const [row] = await gateway.query<{ sum: string | null }>(
-    "SELECT sum(amount_usd)::text AS sum FROM ledger_entries WHERE account_id = $1",
+    "SELECT sum(amount_usd)::text AS sum FROM ledger WHERE account_id = $1",
     [accountId]
   )
   return row!.sum

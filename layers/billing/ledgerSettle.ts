@@ -2,7 +2,8 @@
  * The ledger's settlement statement: one account's calls settled together —
  * each open reservation closed once, charged what its bill says even above
  * what it held (the excess is a `payment.overage` event, and the balance may
- * go below zero by it), and its receipt, ledger entry and events written. A
+ * go below zero by it), and its receipt (which is its `charge` ledger entry too:
+ * the `ledger` view reads it, migration 0025) and events written. A
  * call the sweeper got to first (it outlived its lease) is settled alone
  * afterwards. One bad settlement cannot fail the others: bills are checked
  * before the statement (billCheck.ts), and if the statement fails anyway its
@@ -28,12 +29,12 @@ export const SETTLEMENT_COLUMNS = `
         ord int, id text, request_id text, endpoint text, model text, tier text, privacy_class text,
         input_tokens int, output_tokens int, input_price numeric, output_price numeric, upstream numeric,
         total numeric, estimated numeric, reserved_at timestamptz, attempts jsonb, provider_id text,
-        entry_id text, overage_event_id text, call_events jsonb, stored_events jsonb, attestation_verdicts jsonb,
+        overage_event_id text, call_events jsonb, stored_events jsonb, attestation_verdicts jsonb,
         line_items jsonb, key_id text, lease_id text`
 
 /**
  * What a settlement writes once its account row is charged (`charged`, with `balance_before`):
- * the receipts, their ledger entries and the `settled_events` to insert with any others. A
+ * the receipts and the `settled_events` to insert with any others. A
  * receipt's own events (`payment.settled`, `receipt.created`, and `payment.reserved` for a call
  * held from a lease: `leased`) are read from its row at `event_seq`, not stored (migration 0022),
  * and so are the call's routing and privacy events it keeps in `call_events` (migration 0023,
@@ -53,10 +54,6 @@ export const SETTLEMENT_WRITES = `
       line_items, key_id, lease_id IS NOT NULL, nextval('event_positions'), call_events
     FROM billed, charged
     RETURNING *
-  ), entry AS (
-    INSERT INTO ledger_entries (id, account_id, kind, amount_usd, reference, balance_after_usd)
-    SELECT billed.entry_id, $2, 'charge', -receipt.total_usd, receipt.id, receipt.balance_after_usd
-    FROM receipt JOIN billed USING (id)
   ), settled_events AS (
     SELECT billed.overage_event_id AS id, 'payment.overage' AS type, receipt.request_id, receipt.id AS receipt_id,
            jsonb_build_object(
@@ -110,7 +107,7 @@ export const SETTLEMENT_CLOSING = `
 /**
  * The settlement of a batch, in one statement: $1 the calls (JSON, `settlementInput`), $2 the
  * account. Closes each open reservation, charges its bill (an overage event where that is more
- * than it held), and writes the receipts, their ledger entries and events. A call whose
+ * than it held), and writes the receipts and events. A call whose
  * reservation is not open gets no receipt row back.
  */
 export const SETTLE = `
@@ -160,7 +157,6 @@ export const makeSettleBatch = (run: StatementRunner, sql: SqlClient.SqlClient, 
     reserved_at: reservation.reservedAt.toISOString(),
     attempts: bill.attempts,
     provider_id: bill.providerId,
-    entry_id: ids.make("led"),
     overage_event_id: ids.make("evt"),
     attestation_verdicts: bill.attestationVerdicts ?? null,
     line_items: bill.lineItems === undefined ? null : bill.lineItems.map(lineItemColumn),

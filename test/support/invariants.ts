@@ -1,6 +1,7 @@
 /**
  * The money invariants, checked in SQL after every billing test: per account,
- * credits − receipt totals = balance = sum of ledger entries; reserved = open
+ * credits − receipt totals = balance = sum of its `ledger` (stored entries and charges read from
+ * receipts, migration 0025); reserved = open
  * reservations and credit leases; a balance below zero by no more than its recorded overages
  * (`payment.overage` events); no open reservation past its lease; one receipt
  * per settled reservation and none for released ones; upstream + margin = total; every
@@ -14,9 +15,9 @@ export const moneyViolations = async (query: Query): Promise<ReadonlyArray<strin
   const rows = await query<{ violation: string }>(`
     WITH per_account AS (
       SELECT a.id, a.balance_usd, a.reserved_usd,
-        coalesce((SELECT sum(amount_usd) FROM ledger_entries l WHERE l.account_id = a.id AND l.kind = 'credit'), 0) AS credits,
+        coalesce((SELECT sum(amount_usd) FROM ledger l WHERE l.account_id = a.id AND l.kind = 'credit'), 0) AS credits,
         coalesce((SELECT sum(total_usd) FROM receipts r WHERE r.account_id = a.id), 0) AS charged,
-        coalesce((SELECT sum(amount_usd) FROM ledger_entries l WHERE l.account_id = a.id), 0) AS ledger,
+        coalesce((SELECT sum(amount_usd) FROM ledger l WHERE l.account_id = a.id), 0) AS ledger,
         coalesce((SELECT sum(amount_usd) FROM reservations v WHERE v.account_id = a.id AND v.status = 'open'), 0)
           + coalesce((SELECT sum(amount_usd) FROM credit_leases c WHERE c.account_id = a.id), 0) AS held,
         coalesce((SELECT sum((data->>'overage_usd')::numeric) FROM events e
@@ -59,7 +60,7 @@ export const moneyViolations = async (query: Query): Promise<ReadonlyArray<strin
       WHERE NOT EXISTS (SELECT FROM accounts a WHERE a.id = l.account_id)
     UNION ALL
     SELECT 'receipt ' || r.id || ' has no charge entry' FROM receipts r
-      WHERE NOT EXISTS (SELECT 1 FROM ledger_entries l WHERE l.reference = r.id AND l.kind = 'charge' AND l.amount_usd = -r.total_usd)
+      WHERE NOT EXISTS (SELECT 1 FROM ledger l WHERE l.reference = r.id AND l.kind = 'charge' AND l.amount_usd = -r.total_usd)
   `)
   return rows.map((row) => row.violation)
 }
