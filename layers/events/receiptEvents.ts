@@ -19,6 +19,18 @@ const KEPT_CALL_TYPES: ReadonlyArray<EventType> = ["provider.route", "privacy.cl
 /** The types a receipt may stand for, and so the queries that must read receipts. */
 export const DERIVED_TYPES: ReadonlyArray<EventType> = [...SETTLEMENT_TYPES, ...KEPT_CALL_TYPES]
 
+/**
+ * The receipt column that must be set for a receipt to hold any event of `types`: `leased` for
+ * `payment.reserved` alone, `call_events` for kept call events alone, else none. Cheaper to test
+ * than reading the receipt's events.
+ */
+export const receiptColumnFor = (types: ReadonlyArray<EventType>): "leased" | "call_events" | undefined =>
+  types.length > 0 && types.every((type) => type === "payment.reserved")
+    ? "leased"
+    : types.length > 0 && types.every((type) => KEPT_CALL_TYPES.includes(type))
+    ? "call_events"
+    : undefined
+
 /** A receipt's events sit at `event_seq + 0..7`: three of its own, then at most five call events. */
 const MOST_KEPT = 5
 
