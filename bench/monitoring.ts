@@ -5,7 +5,8 @@
  * `DATABASE_URL` names one, on a PostgreSQL server; then the latency of a
  * `GET /v1/logs` page (100 events) at depth 0, 10,000 and 999,900 — a cursor
  * page costs what the first costs — and of `GET /v1/monitoring` over 1 hour
- * and 30 days. Knob: BENCH_MONITORING_ROWS (default 1,000,000).
+ * and 30 days; then log pages read from receipts (bench/derivedLogs.ts). Knobs:
+ * BENCH_MONITORING_ROWS (default 1,000,000), BENCH_MONITORING_RECEIPTS (200,000).
  */
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -18,13 +19,16 @@ import { eventCursorOf } from "../src/api/monitoringParams.ts"
 import { AppConfig } from "../services/Config.ts"
 import { TEMPLATE_ENV } from "../test/support/database.ts"
 import { startGateway, type TestGateway } from "../test/support/gateway.ts"
+import { derivedLogHeader, derivedLogRows } from "./derivedLogs.ts"
 
 const ROWS = Number(process.env.BENCH_MONITORING_ROWS ?? 1_000_000)
+/** Receipts for the log pages read from them (bench/derivedLogs.ts). */
+const RECEIPTS = Number(process.env.BENCH_MONITORING_RECEIPTS ?? 200_000)
 const TIMED = 30
 
 const percentile = (sorted: ReadonlyArray<number>, p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!
 
-const timed = async (ask: () => Promise<{ status: number }>) => {
+export const timed = async (ask: () => Promise<{ status: number }>) => {
   // A warm-up, which may also meet a connection the server closed while the seed ran (and is retried).
   await ask().catch(() => ask())
   const times: Array<number> = []
@@ -102,14 +106,17 @@ export const monitoringBench = async () => {
   )))
   process.env[TEMPLATE_ENV] = template
   const rows: Array<string> = []
+  const derived: Array<string> = []
   try {
     const embedded = await startGateway()
     rows.push(await measure(embedded, "PGlite"))
+    derived.push(...await derivedLogRows(embedded, "PGlite", RECEIPTS))
     await embedded.close()
     if (serverUrl !== undefined && serverUrl !== "") {
       process.env.DATABASE_URL = serverUrl
       const server = await startGateway()
       rows.push(await measure(server, "PostgreSQL"))
+      derived.push(...await derivedLogRows(server, "PostgreSQL", RECEIPTS))
       await server.close()
     }
   } finally {
@@ -119,6 +126,8 @@ export const monitoringBench = async () => {
     `Monitoring over ${ROWS.toLocaleString("en")} events and per-call records of one account, p50 / p95 ms:`,
     "| database | logs page 1 | logs at 10,000 | logs at the last page | monitoring 1h | monitoring 30d |",
     "|---|---|---|---|---|---|",
-    ...rows
+    ...rows,
+    ...derivedLogHeader(RECEIPTS),
+    ...derived
   ].join("\n"))
 }
