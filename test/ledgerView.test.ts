@@ -7,26 +7,15 @@
  */
 import { expect } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { Effect, Layer } from "effect"
-import { AccountsPg } from "../layers/accounts/AccountsPg.ts"
-import { LedgerPg } from "../layers/billing/LedgerPg.ts"
-import { EventLogPg } from "../layers/events/EventLogPg.ts"
-import { IdsLive } from "../layers/platform/IdsLive.ts"
+import { Effect } from "effect"
 import { Accounts } from "../services/Accounts.ts"
 import { Ledger } from "../services/Ledger.ts"
-import { formatUsd, parseUsd } from "../services/Money.ts"
+import { formatUsd } from "../services/Money.ts"
 import { layer } from "./support/layer.ts"
-import { billFor } from "./support/ledgerContract.ts"
-import { freshStorage } from "./support/moneyLayers.ts"
+import { billFor, usd } from "./support/ledgerContract.ts"
+import { pgLedger } from "./support/moneyLayers.ts"
 
-const usd = (text: string) => parseUsd(text).pipe((option) => option._tag === "Some" ? option.value : 0n)
-
-const Tested = Layer.mergeAll(AccountsPg, LedgerPg).pipe(
-  Layer.provideMerge(EventLogPg),
-  Layer.provide(IdsLive),
-  Layer.provideMerge(freshStorage({})),
-  Layer.orDie
-)
+const Tested = pgLedger()
 
 interface EntryRow {
   readonly id: string

@@ -8,29 +8,18 @@
 import { expect } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Layer } from "effect"
-import { AccountsPg } from "../layers/accounts/AccountsPg.ts"
-import { LedgerPg } from "../layers/billing/LedgerPg.ts"
-import { EventLogPg } from "../layers/events/EventLogPg.ts"
-import { IdsLive } from "../layers/platform/IdsLive.ts"
 import { Accounts } from "../services/Accounts.ts"
 import { EventLog, type EventQuery, type StoredEvent } from "../services/EventLog.ts"
 import { Ledger } from "../services/Ledger.ts"
-import { parseUsd } from "../services/Money.ts"
 import { layer } from "./support/layer.ts"
-import { billFor } from "./support/ledgerContract.ts"
-import { freshStorage } from "./support/moneyLayers.ts"
+import { billFor, usd } from "./support/ledgerContract.ts"
+import { pgLedger } from "./support/moneyLayers.ts"
 
-const usd = (text: string) => parseUsd(text).pipe((option) => option._tag === "Some" ? option.value : 0n)
 const RETENTION_DAYS = 30
 
-const Storage = freshStorage({ monitoring: { eventRetentionDays: RETENTION_DAYS } })
-const Tested = Layer.mergeAll(AccountsPg, LedgerPg).pipe(
-  Layer.provideMerge(EventLogPg),
-  Layer.provide(IdsLive),
-  Layer.provideMerge(Storage),
+const Tested = pgLedger({ monitoring: { eventRetentionDays: RETENTION_DAYS } }).pipe(
   // Reservations are stamped by the ledger's clock: a real one, so its events are inside their retention.
-  Layer.provide(Layer.setClock(Clock.make())),
-  Layer.orDie
+  Layer.provide(Layer.setClock(Clock.make()))
 )
 
 interface LogRow {

@@ -13,7 +13,8 @@ import { formatUsd, type Nanos, parseUsd } from "../../services/Money.ts"
 import type { MoneyLayers } from "./moneyLayers.ts"
 import { layer } from "./layer.ts"
 
-const usd = (text: string): Nanos => parseUsd(text).pipe((option) => option._tag === "Some" ? option.value : 0n)
+/** A decimal USD text as nanos (0 for one that is not). */
+export const usd = (text: string): Nanos => parseUsd(text).pipe((option) => option._tag === "Some" ? option.value : 0n)
 
 export const billFor = (total: string, upstream = "0"): Bill => ({
   endpoint: "/v1/chat/completions",

@@ -84,6 +84,15 @@ export const freshStorage = (file: unknown, env: Record<string, string> = {}) =>
   )
 )
 
+/** The PostgreSQL accounts, ledger and event log over a fresh database: for tests of their SQL. */
+export const pgLedger = (file: unknown = {}) =>
+  Layer.mergeAll(AccountsPg, LedgerPg).pipe(
+    Layer.provideMerge(EventLogPg),
+    Layer.provide(IdsLive),
+    Layer.provideMerge(freshStorage(file)),
+    Layer.orDie
+  )
+
 export const pgMoney: MoneyLayers = {
   name: "PostgreSQL",
   layer: Layer.mergeAll(AccountsPg, ApiKeysPg, IdempotencyPg, LedgerPg, RecordedEventsPg).pipe(
