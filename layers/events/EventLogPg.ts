@@ -90,7 +90,7 @@ export const EventLogPg = Layer.effect(
      * `payment.reserved` in an account that reserves by statement) stops there instead of reading
      * every receipt. A receipt's events sit at `event_seq + 0..7`.
      */
-    const derived = (query: EventQuery) => {
+    const derived = (query: EventQuery, types: ReadonlyArray<EventType>) => {
       const picked = [
         ...eventConditions(query),
         sql`e.created_at >= now() - make_interval(days => ${retentionDays})`,
@@ -109,7 +109,7 @@ export const EventLogPg = Layer.effect(
           ...(query.receiptId !== undefined ? [sql`r.id = ${query.receiptId}`] : []),
           ...after(query, "r.xid", "r.event_seq"),
           sql`(r.xid, r.event_seq) > ((SELECT xid FROM stored_bound), (SELECT seq FROM stored_bound))`,
-          ...receiptColumn(query.type),
+          ...receiptColumn(types),
           sql`EXISTS (SELECT FROM settlement_events(r) e WHERE ${sql.and(picked)})`
         ])
       }
@@ -119,8 +119,8 @@ export const EventLogPg = Layer.effect(
     }
 
     /** A receipt column the picked events need (`receiptColumnFor`), tested before its events are read. */
-    const receiptColumn = (type: EventQuery["type"]) => {
-      const column = receiptColumnFor(derivedPicked(type))
+    const receiptColumn = (types: ReadonlyArray<EventType>) => {
+      const column = receiptColumnFor(types)
       return column === "leased" ? [sql`r.leased`] : column === "call_events" ? [sql`r.call_events IS NOT NULL`] : []
     }
 
@@ -141,18 +141,20 @@ export const EventLogPg = Layer.effect(
           VALUES (${ids.make("evt")}, ${event.type}, ${event.accountId}, ${event.requestId ?? null},
                   ${event.receiptId ?? null}, ${JSON.stringify(event.data)}::jsonb)`.pipe(Effect.asVoid, Effect.orDie),
 
-      list: (query) =>
-        sql<EventRow>`
+      list: (query) => {
+        const types = derivedPicked(query.type)
+        return sql<EventRow>`
           WITH stored AS (${stored(query)}), stored_bound AS (${storedBound(query.limit)})
           SELECT id, type, account_id, request_id, receipt_id, data, created_at,
                  xid::text AS position_xid, seq::text AS position_seq
           FROM (${
-          derivedPicked(query.type).length > 0 ? sql`SELECT * FROM stored UNION ALL (${derived(query)})` : sql`SELECT * FROM stored`
+          types.length > 0 ? sql`SELECT * FROM stored UNION ALL (${derived(query, types)})` : sql`SELECT * FROM stored`
         }) page
           ORDER BY xid DESC, seq DESC LIMIT ${query.limit + 1}`.pipe(
           Effect.orDie,
           Effect.map((rows) => pageOfEvents(rows.map(toEvent), query.limit))
         )
+      }
     }
   })
 )
