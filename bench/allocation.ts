@@ -7,7 +7,8 @@
  * CPU better than its count of Effect operations (docs/performance.md).
  * `BENCH_GATEWAY=gateway-unbilled` measures the gateway billing nothing instead, `BENCH_STREAM=1`
  * streamed calls (20 frames each), `BENCH_CONNECTIONS=1` one connection instead of 50, and
- * `BENCH_CPU_PROF=<dir>` also writes the gateway's CPU profile there.
+ * `BENCH_CPU_PROF=<dir>` also writes the gateway's CPU profile there, `BENCH_HEAP_FILE=<file>` the raw
+ * heap profile (`.heapprofile`).
  */
 import type { ChildProcess } from "node:child_process"
 import { cpuProfileFlags, nextMessage, type StartServer } from "./children.ts"

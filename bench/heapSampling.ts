@@ -7,6 +7,7 @@
  * nearest function of ours on the stack (what led Effect's runtime or a
  * package to allocate), largest first. bench/allocation.ts reads it per call.
  */
+import { writeFileSync } from "node:fs"
 import { Session } from "node:inspector"
 import { relative } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -46,6 +47,8 @@ export const answerHeapMessages = () => {
     }
     if (message !== "heap-stop") return
     const { profile } = await post<{ profile: { head: ProfileNode } }>("HeapProfiler.stopSampling")
+    // The raw profile too, for a look by function (Chrome's DevTools open it), when asked for.
+    if (process.env.BENCH_HEAP_FILE) writeFileSync(process.env.BENCH_HEAP_FILE, JSON.stringify(profile))
     const byFile = new Map<string, number>()
     const byCaller = new Map<string, number>()
     let bytes = 0

@@ -16,7 +16,8 @@
  * BENCH_ONLY=records (only chat with and without call records, bench/records.ts),
  * BENCH_ONLY=processes (the CPU each process spends per JSON call at 1 and 50 connections, bench/processes.ts),
  * BENCH_ONLY=settlement (PostgreSQL's CPU for the settlement statement alone, by batch and events, bench/settlementStatement.ts),
- * BENCH_ONLY=pair BENCH_BASE=<other checkout> (this checkout against another, interleaved, bench/pair.ts).
+ * BENCH_ONLY=pair BENCH_BASE=<other checkout> (this checkout against another, interleaved, bench/pair.ts),
+ * BENCH_ONLY=warmup (a fresh server's req/s second by second: how long the targets warm each server, bench/warmup.ts).
  */
 import type { ChildProcess } from "node:child_process"
 import { fileURLToPath } from "node:url"
@@ -36,6 +37,7 @@ import { settlementBench } from "./settlementStatement.ts"
 import { slowStreamsRss } from "./slowStreams.ts"
 import { stagesBench } from "./stages.ts"
 import { targetsBench } from "./targets.ts"
+import { warmupBench } from "./warmup.ts"
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
@@ -91,6 +93,10 @@ const main = async () => {
   if (process.env.BENCH_ONLY === "monitoring") return within(600_000, "monitoring", monitoringBench)
   if (process.env.BENCH_ONLY === "processes") {
     await processesBench(startServer, () => spawn("./load.ts"), bodies.json, SECONDS)
+    return clearTimeout(deadline)
+  }
+  if (process.env.BENCH_ONLY === "warmup") {
+    await warmupBench(startServer, () => spawn("./load.ts"), bodies)
     return clearTimeout(deadline)
   }
   if (process.env.BENCH_ONLY === "settlement") return within(300_000, "settlement", settlementBench)

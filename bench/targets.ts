@@ -18,6 +18,7 @@ import { median, nextMessage, type StartServer } from "./children.ts"
 import type { Job, Result } from "./load.ts"
 import { startDistGateway } from "./distGateway.ts"
 import { slowStreamsRss } from "./slowStreams.ts"
+import { warmUp } from "./warmup.ts"
 
 
 /** 18 words: the fake upstream echoes them one frame each, so a streamed answer is 20 frames. */
@@ -101,9 +102,8 @@ export const targetsBench = async (
   }
 
   const C = 50
-  for (const server of [bare, gateway, embedded, unbilled]) {
-    if (server !== undefined) for (const body of Object.values(bodies)) await load(server, body, C, 1)
-  }
+  // Each server is timed once it is warm (bench/warmup.ts): a fresh gateway ramps up for seconds.
+  for (const server of [bare, gateway, embedded, unbilled]) if (server !== undefined) await warmUp(load, server, bodies)
   for (let round = 1; round <= options.rounds; round++) {
     const jsonBare = await load(bare, bodies.json, C, options.seconds)
     const json = await load(gateway, bodies.json, C, options.seconds)
@@ -131,7 +131,7 @@ export const targetsBench = async (
     : []
   /** JSON at c50 of the shipped gateway with 1 and with 2 workers, as ratios to the bare proxy. */
   const perWorkers = shipped.map((): Array<number> => [])
-  for (const server of shipped) await load(server, bodies.json, C, 1)
+  for (const server of shipped) await warmUp(load, server, bodies)
   for (let round = 1; round <= (shipped.length > 0 ? options.rounds : 0); round++) {
     const jsonBare = await load(bare, bodies.json, C, options.seconds)
     for (const [i, server] of shipped.entries()) perWorkers[i]!.push((await load(server, bodies.json, C, options.seconds)).rps / jsonBare.rps)
