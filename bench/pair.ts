@@ -19,6 +19,7 @@ import { withGatewayFlags } from "../src/start/nodeFlags.ts"
 import { children, median, nextMessage, type Server, typescriptLoader } from "./children.ts"
 import type { Job, Result } from "./load.ts"
 import { procCpuMicros } from "./processes.ts"
+import { warmUp } from "./warmup.ts"
 
 /** CPU µs so far of a process's main thread (its id is the process's). */
 const mainThreadMicros = (pid: number) => procCpuMicros(pid, pid)
@@ -63,8 +64,12 @@ export const pairBench = async (
     const result = await nextMessage<Result>(loader, "result")
     return { result, cpu: (mainThreadMicros(target.child.pid!) - before) / Math.max(1, result.requests) }
   }
-  // Both start cold: one short run each, not counted.
-  for (const target of Object.values(targets)) await run(target, 50, 1)
+  // Both start cold: each is warmed as the targets' servers are (bench/warmup.ts), not counted.
+  const load = (target: { readonly url: string; readonly key?: string }, sent: string, concurrency: number, runSeconds: number) => {
+    loader.send({ url: target.url, key: target.key, body: sent, concurrency, seconds: runSeconds } satisfies Job)
+    return nextMessage<Result>(loader, "result")
+  }
+  for (const target of Object.values(targets)) await warmUp(load, target, bodies)
   const measured = new Map<string, Array<{ rps: number; p50: number; cpu: number }>>()
   for (let round = 0; round < rounds; round++) {
     for (const concurrency of connections) {

@@ -12,7 +12,7 @@ import type { Nanos } from "../../services/Money.ts"
 import { DEFAULT_OUTPUT_ALLOWANCE, type Estimate, Pricing, type TokenUsage } from "../../services/Pricing.ts"
 import { imageTokens } from "./imageTokens.ts"
 import { audioTokens, fileTokens } from "./mediaTokens.ts"
-import { counter, countText, fairCounter } from "./tokenCount.ts"
+import { counter, countText, fairCounter, SEGMENT_CHARS } from "./tokenCount.ts"
 
 const PER_MILLION = 1_000_000n
 const HALF = PER_MILLION / 2n
@@ -112,6 +112,12 @@ export const PricingLive = Layer.succeed(Pricing, {
   countInputFairly: (request) =>
     Effect.suspend(() => {
       const { fixed, texts } = inputParts(request)
+      // Texts of one segment each get no turn of the event loop between them either way: counted at once,
+      // without an Effect per text (the common case: every chat call is counted here).
+      if (texts.every((text) => text.length <= SEGMENT_CHARS)) {
+        const count = counter()
+        return Effect.succeed(texts.reduce((tokens, text) => tokens + count(text), fixed))
+      }
       return Effect.map(countTexts(texts), (counts) => counts.reduce((sum, n) => sum + n, fixed))
     }),
   countText,

@@ -75,15 +75,17 @@ export const planRoute = (
   Effect.gen(function*() {
     const mode = strategies.get(request.model)
     const listed = request.models ?? []
-    const lookup = (id: string, param: string) =>
-      Option.match(catalogue.get(id), { onNone: () => Effect.fail(unknownModel(id, param)), onSome: Effect.succeed })
-
-    let asked: ReadonlyArray<Model>
+    let asked: Array<Model>
     if (Option.isSome(mode) && listed.length === 0) {
       asked = catalogue.list.filter((model) => model.capabilities.includes("chat"))
     } else {
-      const ids = Option.isSome(mode) ? listed : [request.model, ...listed]
-      asked = yield* Effect.forEach([...new Set(ids)], (id, i) => lookup(id, Option.isNone(mode) && i === 0 ? "model" : "models"))
+      // A plain loop, not an Effect per model: every call looks its models up.
+      asked = []
+      for (const id of new Set(Option.isSome(mode) ? listed : [request.model, ...listed])) {
+        const model = catalogue.get(id)
+        if (Option.isNone(model)) return yield* Effect.fail(unknownModel(id, Option.isNone(mode) && asked.length === 0 ? "model" : "models"))
+        asked.push(model.value)
+      }
     }
 
     const eligible: Array<Model> = []

@@ -33,10 +33,12 @@ export const UpstreamLive = Layer.effect(
               deadline
             ))).pipe(stageSpan("svc.upstream", { "svc.stream": false })),
       stream: (targets, request) =>
-        Effect.all([Effect.scope, callDeadline(routing.deadline)]).pipe(Effect.flatMap(([scope, deadline]) =>
-          firstThatAnswers(targets, { ...policy, deadlineAt: deadline.deadlineAt }, health, (target) =>
-            openStream(cappedFor(request, target.outputTokens), scope, deadline)(target))
-        ), stageSpan("svc.upstream", { "svc.stream": true })),
+        Effect.flatMap(Effect.scope, (scope) =>
+          Effect.flatMap(callDeadline(routing.deadline), (deadline) =>
+            firstThatAnswers(targets, { ...policy, deadlineAt: deadline.deadlineAt }, health, (target) =>
+              openStream(cappedFor(request, target.outputTokens), scope, deadline)(target)))).pipe(
+            stageSpan("svc.upstream", { "svc.stream": true })
+          ),
       served: ({ attempts, target }, outcome) =>
         health.record(
           outcome.ok
