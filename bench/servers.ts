@@ -24,7 +24,7 @@ import { coreWith } from "../layers/Core.ts"
 import { LedgerPg } from "../layers/billing/LedgerPg.ts"
 import { CallStatsNone } from "../layers/monitoring/CallStatsNone.ts"
 import { NoopLedger } from "./noopLedger.ts"
-import { jsonLogger, lineBuffer } from "../src/start/logFormat.ts"
+import { jsonLines, lineBuffer } from "../src/start/logFormat.ts"
 import { answerHeapMessages } from "./heapSampling.ts"
 import { VAST_MODEL } from "./refusal.ts"
 
@@ -70,7 +70,7 @@ const startBareProxy = async (upstreamBaseUrl: string) => {
 const devNull = openSync("/dev/null", "w")
 const requestLines = Layer.mergeAll(
   Logger.minimumLogLevel(LogLevel.Info),
-  Logger.replace(Logger.defaultLogger, Logger.map(jsonLogger, lineBuffer((text) => writeSync(devNull, `${text}\n`)))),
+  jsonLines(lineBuffer((text) => writeSync(devNull, `${text}\n`))),
   Logger.add(Logger.filterLogLevel(Logger.prettyLogger(), LogLevel.greaterThanEqual(LogLevel.Warning)))
 )
 

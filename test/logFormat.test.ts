@@ -3,10 +3,10 @@
  * whatever is left at exit written then; a request's line is written as
  * Effect's loggers would write its fields as annotations (src/start/logFormat.ts).
  */
-import { Effect, Logger } from "effect"
+import { Effect, Logger, LogLevel } from "effect"
 import { describe, expect, it } from "vitest"
-import { RequestLine } from "../src/http/requestLine.ts"
-import { asAnnotated, jsonLogger, lineBuffer } from "../src/start/logFormat.ts"
+import { logRequestLine, RequestLine } from "../src/http/requestLine.ts"
+import { asAnnotated, jsonLines, jsonLogger, lineBuffer } from "../src/start/logFormat.ts"
 
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve))
 
@@ -64,6 +64,37 @@ describe("a request's line", () => {
     const other = written(jsonLogger, Effect.logWarning("something else").pipe(Effect.annotateLogs({ n: 1 })))
     const effects = written(Logger.jsonLogger, Effect.logWarning("something else").pipe(Effect.annotateLogs({ n: 1 })))
     expect(other.map(comparable)).toEqual(effects.map(comparable))
+  })
+
+  /** What `jsonLines` writes for `program`, the request lines through its sink, parsed as `comparable` does. */
+  const throughSink = (program: Effect.Effect<void>) => {
+    const lines: Array<string> = []
+    Effect.runSync(program.pipe(Effect.provide(jsonLines((line) => lines.push(line)))))
+    return lines
+  }
+
+  it("goes straight to the JSON writer as the same line Effect's loggers would write, at the time the call says", () => {
+    const at = Date.parse("2026-11-27T10:00:00.123Z")
+    const direct = throughSink(logRequestLine(new RequestLine(fields), at))
+    expect(direct).toHaveLength(1)
+    expect(JSON.parse(direct[0]!).timestamp).toBe("2026-11-27T10:00:00.123Z")
+    expect(JSON.parse(direct[0]!).fiberId).toMatch(/^#\d+$/)
+    expect(direct.map(comparable)).toEqual(written(jsonLogger, Effect.logInfo(new RequestLine(fields))).map(comparable))
+    // Other entries still go through the logger, in the order they were logged.
+    const mixed = throughSink(Effect.zipRight(Effect.logWarning("before"), logRequestLine(new RequestLine(fields), at)))
+    expect(mixed.map((line) => JSON.parse(line).message)).toEqual(["before", "request"])
+  })
+
+  it("goes through Effect's loggers when the entry has annotations or spans of its own, and not at all below the minimum level", () => {
+    const annotated = throughSink(logRequestLine(new RequestLine(fields), 0).pipe(Effect.annotateLogs({ worker: 2 })))
+    expect(comparable(annotated[0]!).annotations).toEqual({ ...fields, worker: 2 })
+    const spanned = throughSink(logRequestLine(new RequestLine(fields), 0).pipe(Effect.withLogSpan("outer")))
+    expect(Object.keys(JSON.parse(spanned[0]!).spans)).toEqual(["outer"])
+    expect(throughSink(logRequestLine(new RequestLine(fields), 0).pipe(Logger.withMinimumLogLevel(LogLevel.Warning)))).toEqual([])
+    // Without a sink (any other format, a test's own logger): Effect's loggers, as before.
+    expect(written(jsonLogger, logRequestLine(new RequestLine(fields), 0)).map(comparable)).toEqual(
+      written(jsonLogger, Effect.logInfo(new RequestLine(fields))).map(comparable)
+    )
   })
 
   it("is a `request` message annotated with its fields in logfmt", () => {

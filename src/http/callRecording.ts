@@ -15,7 +15,7 @@ import { type Clock, Effect, FiberRef, Option, Stream } from "effect"
 import { type CallFacts, type CallStats, currentCall } from "../../services/CallStats.ts"
 import { formatUsd } from "../../services/Money.ts"
 import type { Metrics } from "../../services/Metrics.ts"
-import { RequestLine } from "./requestLine.ts"
+import { logRequestLine, RequestLine } from "./requestLine.ts"
 import { routeOf } from "./routeNames.ts"
 
 /** Paths are kept this long at most (a hostile caller's path is not stored whole). */
@@ -52,7 +52,7 @@ export const openCall = (
         }, (now - startedAt) / 1000)
       }
       const accountId = facts.accountId
-      const logged = Effect.logInfo(
+      const logged = logRequestLine(
         new RequestLine({
           request_id: requestId,
           key_id: facts.keyId ?? null,
@@ -65,7 +65,8 @@ export const openCall = (
           ttft_ms: ttftMs ?? null,
           model: facts.model ?? null,
           cost_usd: formatUsd(facts.spend)
-        })
+        }),
+        now
       )
       if (accountId === undefined || method !== "POST") return logged
       return Effect.zipRight(logged, stats.record({

@@ -10,9 +10,10 @@
  * JSON and logfmt lines are written together, once per turn of the event
  * loop (`lineBuffer`): Effect's own loggers call `console.log` per line, and
  * on Linux a write to a file or a pipe is synchronous (docs/performance.md).
+ * A JSON request line skips Effect's loggers altogether (`jsonLines`).
  */
-import { Cause, FiberId, HashMap, Layer, List, Logger } from "effect"
-import { RequestLine } from "../http/requestLine.ts"
+import { Cause, Effect, FiberId, HashMap, Layer, List, Logger } from "effect"
+import { RequestLine, requestLineSink } from "../http/requestLine.ts"
 
 /** The request line of a log entry whose message is one (`Effect.log` passes its messages as an array). */
 const requestLineOf = (message: unknown): RequestLine | undefined => {
@@ -39,15 +40,32 @@ export const jsonLogger = Logger.make<unknown, string>((options) => {
   if (line === undefined || HashMap.size(options.annotations) > 0 || List.isCons(options.spans) || !Cause.isEmpty(options.cause)) {
     return Logger.jsonLogger.log(asAnnotated(options))
   }
-  return JSON.stringify({
+  return requestJson(line, options.logLevel.label, options.date, options.fiberId)
+})
+
+/** A request line in JSON, as Effect's JSON logger writes an entry with its fields as annotations. */
+const requestJson = (line: RequestLine, level: string, date: Date, fiberId: FiberId.FiberId) =>
+  JSON.stringify({
     message: "request",
-    logLevel: options.logLevel.label,
-    timestamp: options.date.toISOString(),
+    logLevel: level,
+    timestamp: date.toISOString(),
     annotations: line.fields,
     spans: {},
-    fiberId: FiberId.threadName(options.fiberId)
+    // A call's fiber id is one runtime id: named without `threadName`'s hash set of ids.
+    fiberId: fiberId._tag === "Runtime" ? `#${fiberId.id}` : FiberId.threadName(fiberId)
   })
-})
+
+/**
+ * JSON lines to `write`: every entry through `jsonLogger`, and request lines straight from the call
+ * (src/http/requestLine.ts), the same line without Effect's loggers in between.
+ */
+export const jsonLines = (write: (line: string) => void): Layer.Layer<never> =>
+  Layer.merge(
+    Logger.replace(Logger.defaultLogger, Logger.map(jsonLogger, write)),
+    Layer.scopedDiscard(
+      Effect.locallyScopedWith(requestLineSink, () => (line, date, fiberId) => write(requestJson(line, "INFO", date, fiberId)))
+    )
+  )
 
 /** What the buffer writes with: `console.log` ignores a closed stream (EPIPE) where a bare write would throw. */
 const writeOut = (text: string) => console.log(text)
@@ -80,9 +98,8 @@ export const lineBuffer = (
 
 export const logFormat = (env: Record<string, string | undefined>, terminal: boolean): Layer.Layer<never> => {
   const format = env.LOG_FORMAT ?? (terminal ? "pretty" : "json")
-  const lines = format === "json"
-    ? Logger.map(jsonLogger, lineBuffer())
-    : format === "logfmt"
+  if (format === "json") return jsonLines(lineBuffer())
+  const lines = format === "logfmt"
     ? Logger.mapInputOptions(Logger.map(Logger.logfmtLogger, lineBuffer()), asAnnotated)
     : Logger.mapInputOptions(Logger.prettyLogger(), asAnnotated)
   return Logger.replace(Logger.defaultLogger, lines)
