@@ -1,6 +1,7 @@
 /** Child processes of a benchmark: started with our TypeScript loader, talked to over IPC, all remembered so they can be ended. */
 import { type ChildProcess, fork } from "node:child_process"
 import { fileURLToPath } from "node:url"
+import type { Job, Result } from "./load.ts"
 
 export const children: Array<ChildProcess> = []
 
@@ -51,4 +52,13 @@ export const nextMessage = <A>(child: ChildProcess, key: string) =>
 export const median = (xs: ReadonlyArray<number>) => {
   const s = [...xs].sort((a, b) => a - b)
   return s.length % 2 === 1 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2
+}
+
+/** Where a bench sends its load: a server's address and key. */
+export type LoadTarget = { readonly url: string; readonly key?: string }
+
+/** One run of the load generator (bench/load.ts) against `server`: `concurrency` requests in flight for `seconds`. */
+export const loadWith = (loader: ChildProcess) => (server: LoadTarget, body: string, concurrency: number, seconds: number) => {
+  loader.send({ url: server.url, key: server.key, body, concurrency, seconds } satisfies Job)
+  return nextMessage<Result>(loader, "result")
 }

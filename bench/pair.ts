@@ -16,8 +16,7 @@ import { type ChildProcess, fork } from "node:child_process"
 import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { withGatewayFlags } from "../src/start/nodeFlags.ts"
-import { children, median, nextMessage, type Server, typescriptLoader } from "./children.ts"
-import type { Job, Result } from "./load.ts"
+import { children, loadWith, median, nextMessage, type Server, typescriptLoader } from "./children.ts"
 import { procCpuMicros } from "./processes.ts"
 import { warmUp } from "./warmup.ts"
 
@@ -58,17 +57,13 @@ export const pairBench = async (
   }
   const loader = spawnLoader()
   await nextMessage(loader, "ready")
+  const load = loadWith(loader)
   const run = async (target: Server, concurrency: number, runSeconds: number) => {
     const before = mainThreadMicros(target.child.pid!)
-    loader.send({ url: target.url, key: target.key, body, concurrency, seconds: runSeconds } satisfies Job)
-    const result = await nextMessage<Result>(loader, "result")
+    const result = await load(target, body, concurrency, runSeconds)
     return { result, cpu: (mainThreadMicros(target.child.pid!) - before) / Math.max(1, result.requests) }
   }
   // Both start cold: each is warmed as the targets' servers are (bench/warmup.ts), not counted.
-  const load = (target: { readonly url: string; readonly key?: string }, sent: string, concurrency: number, runSeconds: number) => {
-    loader.send({ url: target.url, key: target.key, body: sent, concurrency, seconds: runSeconds } satisfies Job)
-    return nextMessage<Result>(loader, "result")
-  }
   for (const target of Object.values(targets)) await warmUp(load, target, bodies)
   const measured = new Map<string, Array<{ rps: number; p50: number; cpu: number }>>()
   for (let round = 0; round < rounds; round++) {

@@ -14,8 +14,7 @@
  * its must-reach value (CI's guard against a gross regression, never noise).
  */
 import type { ChildProcess } from "node:child_process"
-import { median, nextMessage, type StartServer } from "./children.ts"
-import type { Job, Result } from "./load.ts"
+import { type LoadTarget, loadWith, median, nextMessage, type StartServer } from "./children.ts"
 import { startDistGateway } from "./distGateway.ts"
 import { slowStreamsRss } from "./slowStreams.ts"
 import { warmUp } from "./warmup.ts"
@@ -82,9 +81,9 @@ export const targetsBench = async (
   ])
   const loader = spawnLoader()
   await nextMessage(loader, "ready")
-  const load = async (server: { readonly url: string; readonly key?: string }, body: string, concurrency: number, seconds: number) => {
-    loader.send({ url: server.url, key: server.key, body, concurrency, seconds } satisfies Job)
-    const result = await nextMessage<Result>(loader, "result")
+  const run = loadWith(loader)
+  const load = async (server: LoadTarget, body: string, concurrency: number, seconds: number) => {
+    const result = await run(server, body, concurrency, seconds)
     if (result.errors > 0) throw new Error(`${server.url}: ${result.errors} failed requests`)
     return result
   }

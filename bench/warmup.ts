@@ -12,8 +12,8 @@
  * (docs/performance.md).
  */
 import type { ChildProcess } from "node:child_process"
-import { nextMessage, type StartServer } from "./children.ts"
-import type { Job, Result } from "./load.ts"
+import { type LoadTarget, loadWith, nextMessage, type StartServer } from "./children.ts"
+import type { Result } from "./load.ts"
 
 /** Seconds of load at 50 connections before a server is timed: JSON first, then streamed. */
 export const WARM_SECONDS = { json: 5, stream: 4 }
@@ -22,10 +22,10 @@ export const WARM_SECONDS = { json: 5, stream: 4 }
 const RAMP_SECONDS = { json: 8, stream: 6 }
 
 type Bodies = { readonly json: string; readonly stream: string }
-type Load = (server: { readonly url: string; readonly key?: string }, body: string, concurrency: number, seconds: number) => Promise<Result>
+type Load = (server: LoadTarget, body: string, concurrency: number, seconds: number) => Promise<Result>
 
 /** Loads `server` for `WARM_SECONDS`, JSON then streamed. */
-export const warmUp = async (load: Load, server: { readonly url: string; readonly key?: string }, bodies: Bodies) => {
+export const warmUp = async (load: Load, server: LoadTarget, bodies: Bodies) => {
   await load(server, bodies.json, 50, WARM_SECONDS.json)
   await load(server, bodies.stream, 50, WARM_SECONDS.stream)
 }
@@ -35,10 +35,7 @@ export const warmupBench = async (startServer: StartServer, spawnLoader: () => C
   const [bare, gateway] = await Promise.all([startServer(["proxy", upstream.url]), startServer([process.env.BENCH_GATEWAY ?? "gateway", upstream.url])])
   const loader = spawnLoader()
   await nextMessage(loader, "ready")
-  const load: Load = (server, body, concurrency, seconds) => {
-    loader.send({ url: server.url, key: server.key, body, concurrency, seconds } satisfies Job)
-    return nextMessage<Result>(loader, "result")
-  }
+  const load = loadWith(loader)
   const lines = ["", "| second of load, c50 | bare proxy req/s | gateway req/s | gateway ÷ bare |", "|---|---:|---:|---:|"]
   for (const kind of ["json", "stream"] as const) {
     for (let second = 1; second <= RAMP_SECONDS[kind]; second++) {

@@ -85,11 +85,15 @@ describe("a request's line", () => {
     expect(mixed.map((line) => JSON.parse(line).message)).toEqual(["before", "request"])
   })
 
-  it("goes through Effect's loggers when the entry has annotations or spans of its own, and not at all below the minimum level", () => {
+  it("goes through Effect's loggers when the entry has annotations, log spans or a trace span, and not at all below the minimum level", () => {
     const annotated = throughSink(logRequestLine(new RequestLine(fields), 0).pipe(Effect.annotateLogs({ worker: 2 })))
     expect(comparable(annotated[0]!).annotations).toEqual({ ...fields, worker: 2 })
     const spanned = throughSink(logRequestLine(new RequestLine(fields), 0).pipe(Effect.withLogSpan("outer")))
     expect(Object.keys(JSON.parse(spanned[0]!).spans)).toEqual(["outer"])
+    // Inside a trace span, Effect's tracer logger records the line as a span event: through the loggers (their clock's time).
+    const traced = throughSink(logRequestLine(new RequestLine(fields), 0).pipe(Effect.withSpan("call")))
+    expect(traced).toHaveLength(1)
+    expect(JSON.parse(traced[0]!).timestamp).not.toBe(new Date(0).toISOString())
     expect(throughSink(logRequestLine(new RequestLine(fields), 0).pipe(Logger.withMinimumLogLevel(LogLevel.Warning)))).toEqual([])
     // Without a sink (any other format, a test's own logger): Effect's loggers, as before.
     expect(written(jsonLogger, logRequestLine(new RequestLine(fields), 0)).map(comparable)).toEqual(

@@ -11,7 +11,7 @@
  * loggers and formats the fiber id through a hash set, which cost a call more
  * than writing the line itself (docs/performance.md). The line is the same.
  */
-import { Effect, type FiberId, FiberRef, HashMap, List, LogLevel } from "effect"
+import { Context, Effect, type FiberId, FiberRef, HashMap, List, LogLevel, Option, Tracer } from "effect"
 
 export class RequestLine {
   constructor(readonly fields: Readonly<Record<string, string | number | null>>) {}
@@ -34,14 +34,16 @@ export const requestLineSink = FiberRef.unsafeMake<RequestLineSink | undefined>(
 
 /**
  * Logs `line` at info level (at `nowMs`, epoch ms): through the sink when there is one and the entry
- * has nothing for Effect's loggers to add (no log annotations or spans), else with `Effect.logInfo`.
+ * has nothing for Effect's loggers to add (no log annotations or log spans, no trace span to record
+ * it as an event of), else with `Effect.logInfo`.
  */
 export const logRequestLine = (line: RequestLine, nowMs: number): Effect.Effect<void> =>
   Effect.withFiberRuntime((fiber) => {
     const sink = fiber.getFiberRef(requestLineSink)
     if (
       sink === undefined || HashMap.size(fiber.getFiberRef(FiberRef.currentLogAnnotations)) > 0 ||
-      List.isCons(fiber.getFiberRef(FiberRef.currentLogSpan))
+      List.isCons(fiber.getFiberRef(FiberRef.currentLogSpan)) ||
+      Option.isSome(Context.getOption(fiber.currentContext, Tracer.ParentSpan))
     ) return Effect.logInfo(line)
     if (LogLevel.greaterThan(fiber.getFiberRef(FiberRef.currentMinimumLogLevel), LogLevel.Info)) return Effect.void
     sink(line, new Date(nowMs), fiber.id())
