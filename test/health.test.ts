@@ -89,9 +89,18 @@ const within = async (ms: number, what: string, check: () => Promise<boolean>) =
   return Date.now() - started
 }
 
-/** Waits for the cooldown to end (the breaker reads half-open). */
+/**
+ * Waits for the cooldown to end: the breaker reads half-open, and by the database's clock too, which
+ * the probe is claimed against (the process only estimates it: on a loaded machine the view turned
+ * half-open a few milliseconds before the claim could succeed).
+ */
 const halfOpen = (gateway: TestGateway, deployment: string) =>
-  within(5_000, `${deployment} half-open`, async () => (await view(gateway, deployment)).state === "half_open")
+  within(5_000, `${deployment} half-open`, async () =>
+    (await view(gateway, deployment)).state === "half_open" &&
+    (await gateway.query<{ due: boolean }>(
+      "SELECT retry_at <= now() AS due FROM deployment_breakers WHERE deployment = $1",
+      [deployment]
+    ))[0]?.due === true)
 
 const breakerRow = async (gateway: TestGateway, deployment: string) =>
   (await gateway.query<{ state: string; consecutive_failures: number; version: string; updated_at: Date }>(
