@@ -28,16 +28,18 @@ export interface CallDeadline {
   readonly streamIdleMs: number
 }
 
-/** The call's deadline, starting now. */
+/** The call's deadline, starting now (read off the clock in one step: every call makes one). */
 export const callDeadline = (settings: { readonly callMs: number; readonly streamIdleMs: number }) =>
-  Effect.map(Clock.currentTimeMillis, (now): CallDeadline => ({
-    deadlineAt: now + settings.callMs,
-    streamIdleMs: settings.streamIdleMs
-  }))
+  Effect.clockWith((clock) =>
+    Effect.succeed<CallDeadline>({
+      deadlineAt: clock.unsafeCurrentTimeMillis() + settings.callMs,
+      streamIdleMs: settings.streamIdleMs
+    })
+  )
 
 /** When an attempt starting now must end: its `timeoutMs`, or the call's deadline if sooner. */
 export const attemptEnd = (timeoutMs: number, deadline: CallDeadline) =>
-  Effect.map(Clock.currentTimeMillis, (now) => Math.min(now + timeoutMs, deadline.deadlineAt))
+  Effect.clockWith((clock) => Effect.succeed(Math.min(clock.unsafeCurrentTimeMillis() + timeoutMs, deadline.deadlineAt)))
 
 /** The clock a runtime has unless a test swaps it for another (a `TestClock`): its timers are `setTimeout`s. */
 const liveClock = Effect.runSync(Effect.clock)
@@ -92,7 +94,7 @@ export const completeWithin = (
   timeoutMs: number,
   deadline: CallDeadline
 ): Effect.Effect<UpstreamCompletion, AdapterFailure> =>
-  Effect.flatMap(Effect.clock, (clock) => {
+  Effect.clockWith((clock) => {
     const endAt = Math.min(clock.unsafeCurrentTimeMillis() + timeoutMs, deadline.deadlineAt)
     return keptBy(adapter, clock)
       ? adapter.complete({ ...call, deadline: { endAt, streamIdleMs: deadline.streamIdleMs } })

@@ -162,17 +162,14 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
  * `Effect.scoped` for an effect that is its fiber's whole life (each call runs in a fiber the lane
  * forked, with an empty context): the scope becomes the fiber's context once, where `Effect.scoped`
  * provides it for a region and restores the context after it, which costs a call more than the
- * rest of its scope.
+ * rest of its scope. Made before its close is arranged, as `Effect.scoped` does: a scope still
+ * empty holds nothing to release.
  */
 const inOwnScope = <A, E>(effect: Effect.Effect<A, E, Scope.Scope>): Effect.Effect<A, E> =>
-  Effect.acquireUseRelease(
-    Scope.make(),
-    (scope) =>
-      Effect.zipRight(
-        FiberRef.set(FiberRef.currentContext, Context.make(Scope.Scope, scope)),
-        effect as Effect.Effect<A, E>
-      ),
-    (scope, exit) => Scope.close(scope, exit)
-  )
+  Effect.flatMap(Scope.make(), (scope) =>
+    Effect.onExit(
+      Effect.zipRight(FiberRef.set(FiberRef.currentContext, Context.make(Scope.Scope, scope)), effect as Effect.Effect<A, E>),
+      (exit) => Scope.close(scope, exit)
+    ))
 
 const jsonError = (status: number, body: string) => HttpServerResponse.text(body, { status, contentType: "application/json" })
