@@ -11,8 +11,7 @@
  * heap profile (`.heapprofile`).
  */
 import type { ChildProcess } from "node:child_process"
-import { cpuProfileFlags, nextMessage, type StartServer } from "./children.ts"
-import type { Job, Result } from "./load.ts"
+import { cpuProfileFlags, loadWith, nextMessage, type StartServer } from "./children.ts"
 
 /** Files listed: the rest are summed on one line. */
 const LISTED = 25
@@ -23,10 +22,8 @@ export const allocationBench = async (startServer: StartServer, spawnLoader: () 
   const connections = Number(process.env.BENCH_CONNECTIONS ?? 50)
   const loader = spawnLoader()
   await nextMessage(loader, "ready")
-  const load = (runSeconds: number) => {
-    loader.send({ url: gateway.url, key: gateway.key, body, concurrency: connections, seconds: runSeconds } satisfies Job)
-    return nextMessage<Result>(loader, "result")
-  }
+  const run = loadWith(loader)
+  const load = (runSeconds: number) => run(gateway, body, connections, runSeconds)
   await load(2) // warm: compiled code and filled caches, not start-up, are measured
   gateway.child.send("heap-start")
   await nextMessage(gateway.child, "heapStarted")

@@ -37,8 +37,7 @@ import { Core, coreWith } from "../layers/Core.ts"
 import { AppConfig } from "../services/Config.ts"
 import { HttpLive } from "../src/Server.ts"
 import { freshDatabase } from "../test/support/database.ts"
-import { children, cpuProfileFlags, median, nextMessage, spawnChild } from "./children.ts"
-import type { Job, Result } from "./load.ts"
+import { children, cpuProfileFlags, loadWith, median, nextMessage, spawnChild } from "./children.ts"
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
@@ -277,6 +276,7 @@ const main = async () => {
 
     const loader = spawn(fileURLToPath(new URL("./load.ts", import.meta.url)), [])
     await nextMessage(loader, "ready")
+    const run = loadWith(loader)
     const stats = (child: ChildProcess) => {
       child.send("stats")
       return nextMessage<Stats>(child, "stats")
@@ -309,8 +309,7 @@ const main = async () => {
       const pgBefore = postgresCpuMicros()
       let finished = false
       const activity = sampleActivity(() => finished)
-      loader.send({ url: server.url, key, body, concurrency: CONCURRENCY, seconds } satisfies Job)
-      const result = await nextMessage<Result>(loader, "result")
+      const result = await run({ url: server.url, key }, body, CONCURRENCY, seconds)
       finished = true
       await activity.done
       const pgAfter = postgresCpuMicros()

@@ -62,3 +62,5 @@ export const loadWith = (loader: ChildProcess) => (server: LoadTarget, body: str
   loader.send({ url: server.url, key: server.key, body, concurrency, seconds } satisfies Job)
   return nextMessage<Result>(loader, "result")
 }
+
+export type Load = ReturnType<typeof loadWith>

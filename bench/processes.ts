@@ -14,8 +14,7 @@
 import type { ChildProcess } from "node:child_process"
 import { readdirSync, readFileSync } from "node:fs"
 import pg from "pg"
-import { nextMessage, type Server, type StartServer } from "./children.ts"
-import type { Job, Result } from "./load.ts"
+import { loadWith, nextMessage, type Server, type StartServer } from "./children.ts"
 
 
 /** CPU µs so far of a process, or of one of its threads, from /proc (user and system, in 1/100 s ticks; 0 without /proc). */
@@ -55,6 +54,7 @@ export const processesBench = async (
   const unbilled = await startServer(["gateway-unbilled", upstream.url])
   const loader = spawnLoader()
   await nextMessage(loader, "ready")
+  const load = loadWith(loader)
   const url = process.env.DATABASE_URL
   const client = url ? new pg.Client({ connectionString: url }) : undefined
   await client?.connect()
@@ -77,8 +77,7 @@ export const processesBench = async (
   })
   const run = async (target: Server, concurrency: number, runSeconds: number) => {
     const before = await sample(target)
-    loader.send({ url: target.url, key: target.key, body, concurrency, seconds: runSeconds } satisfies Job)
-    const result = await nextMessage<Result>(loader, "result")
+    const result = await load(target, body, concurrency, runSeconds)
     const after = await sample(target)
     const calls = Math.max(1, result.requests)
     const per = (key: keyof typeof before) => (after[key] - before[key]) / calls

@@ -6,8 +6,7 @@
  * req/s of each and recorded ÷ unrecorded per round (goal: within 10%).
  */
 import type { ChildProcess } from "node:child_process"
-import { median, nextMessage, type Server, type StartServer } from "./children.ts"
-import type { Job, Result } from "./load.ts"
+import { loadWith, median, nextMessage, type Server, type StartServer } from "./children.ts"
 
 
 export const recordsBench = async (
@@ -24,9 +23,9 @@ export const recordsBench = async (
   ])
   const loader = spawnLoader()
   await nextMessage(loader, "ready")
+  const run = loadWith(loader)
   const load = async (target: Server, body: string, runSeconds: number) => {
-    loader.send({ url: target.url, key: target.key, body, concurrency: 32, seconds: runSeconds } satisfies Job)
-    const result = await nextMessage<Result>(loader, "result")
+    const result = await run(target, body, 32, runSeconds)
     if (result.errors > 0) throw new Error(`${result.errors} failed requests`)
     return result.rps
   }

@@ -23,10 +23,9 @@ import type { ChildProcess } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { withGatewayFlags } from "../src/start/nodeFlags.ts"
 import { allocationBench } from "./allocation.ts"
-import { children, cpuProfileFlags, median, nextMessage, spawnChild } from "./children.ts"
+import { children, cpuProfileFlags, loadWith, median, nextMessage, spawnChild } from "./children.ts"
 import { embeddingsStall } from "./embeddingsStall.ts"
 import { fairness } from "./fairness.ts"
-import type { Job, Result } from "./load.ts"
 import { measureRefusal } from "./refusal.ts"
 import { monitoringBench } from "./monitoring.ts"
 import { pairBench } from "./pair.ts"
@@ -153,11 +152,11 @@ const main = async () => {
     return nextMessage<{ cpuMicros: number; connections: number }>(child, "stats")
   }
   const servers = { bare: bare.child, gateway: gateway.child }
+  const run = loadWith(loader)
   /** One timed run, plus the target's CPU time per request and the upstream connections it opened. */
   const load = async (target: Target, mode: Mode, concurrency: number, seconds: number) => {
     const [before, upstreamBefore] = [await stats(servers[target]), await stats(upstream.child)]
-    loader.send({ ...targets[target], body: bodies[mode], concurrency, seconds } satisfies Job)
-    const result = await nextMessage<Result>(loader, "result")
+    const result = await run(targets[target], bodies[mode], concurrency, seconds)
     const [after, upstreamAfter] = [await stats(servers[target]), await stats(upstream.child)]
     return {
       ...result,

@@ -12,8 +12,7 @@
  * (docs/performance.md).
  */
 import type { ChildProcess } from "node:child_process"
-import { type LoadTarget, loadWith, nextMessage, type StartServer } from "./children.ts"
-import type { Result } from "./load.ts"
+import { type Load, type LoadTarget, loadWith, nextMessage, type StartServer } from "./children.ts"
 
 /** Seconds of load at 50 connections before a server is timed: JSON first, then streamed. */
 export const WARM_SECONDS = { json: 5, stream: 4 }
@@ -22,7 +21,6 @@ export const WARM_SECONDS = { json: 5, stream: 4 }
 const RAMP_SECONDS = { json: 8, stream: 6 }
 
 type Bodies = { readonly json: string; readonly stream: string }
-type Load = (server: LoadTarget, body: string, concurrency: number, seconds: number) => Promise<Result>
 
 /** Loads `server` for `WARM_SECONDS`, JSON then streamed. */
 export const warmUp = async (load: Load, server: LoadTarget, bodies: Bodies) => {

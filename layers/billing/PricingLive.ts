@@ -85,11 +85,13 @@ const inputParts = (request: ChatRequest): InputParts => {
   return parts
 }
 
-const countInput = (request: ChatRequest): number => {
-  const { fixed, texts } = inputParts(request)
+/** The input's tokens, counted at once with one request's budget. */
+const countParts = ({ fixed, texts }: InputParts): number => {
   const count = counter()
   return texts.reduce((tokens, text) => tokens + count(text), fixed)
 }
+
+const countInput = (request: ChatRequest): number => countParts(inputParts(request))
 
 /** The same count, giving other fibers turns while a large input is counted. */
 const countTexts = (texts: ReadonlyArray<string>): Effect.Effect<ReadonlyArray<number>> =>
@@ -111,14 +113,11 @@ export const PricingLive = Layer.succeed(Pricing, {
   countInput,
   countInputFairly: (request) =>
     Effect.suspend(() => {
-      const { fixed, texts } = inputParts(request)
+      const parts = inputParts(request)
       // Texts of one segment each get no turn of the event loop between them either way: counted at once,
       // without an Effect per text (the common case: every chat call is counted here).
-      if (texts.every((text) => text.length <= SEGMENT_CHARS)) {
-        const count = counter()
-        return Effect.succeed(texts.reduce((tokens, text) => tokens + count(text), fixed))
-      }
-      return Effect.map(countTexts(texts), (counts) => counts.reduce((sum, n) => sum + n, fixed))
+      if (parts.texts.every((text) => text.length <= SEGMENT_CHARS)) return Effect.succeed(countParts(parts))
+      return Effect.map(countTexts(parts.texts), (counts) => counts.reduce((sum, n) => sum + n, parts.fixed))
     }),
   countText,
   countTexts,

@@ -25,9 +25,11 @@ export const DERIVED_TYPES: ReadonlyArray<EventType> = [...SETTLEMENT_TYPES, ...
  * than reading the receipt's events.
  */
 export const receiptColumnFor = (types: ReadonlyArray<EventType>): "leased" | "call_events" | undefined =>
-  types.length > 0 && types.every((type) => type === "payment.reserved")
+  types.length === 0
+    ? undefined
+    : types.every((type) => type === "payment.reserved")
     ? "leased"
-    : types.length > 0 && types.every((type) => KEPT_CALL_TYPES.includes(type))
+    : types.every((type) => KEPT_CALL_TYPES.includes(type))
     ? "call_events"
     : undefined
 
