@@ -116,4 +116,26 @@ describe("serial batches", () => {
       yield* Scope.close(scope, Exit.void)
       expect(batches).toEqual([[1, 2, 3], [4], [6], [7, 8], [5]])
     }))
+
+  it.effect("an item sent after an earlier linger ended early lingers its own full time", () =>
+    Effect.gen(function*() {
+      const batches: Array<ReadonlyArray<number>> = []
+      const batcher = yield* makeSerialBatches<number, number, never>(
+        (_key, items) => Effect.as(Effect.sync(() => batches.push(items)), items.map((n) => Exit.succeed(n))),
+        10,
+        50
+      )
+      // Item 1's linger would end at 50 ms; the submitted item 2 takes it along at 20 ms.
+      yield* batcher.send("a", 1)
+      yield* TestClock.adjust(20)
+      expect(yield* batcher.submit("a", 2)).toBe(2)
+      expect(batches).toEqual([[1, 2]])
+      // Item 3 lingers from 30 ms: the end of item 1's wait, at 50 ms, does not send it.
+      yield* TestClock.adjust(10)
+      yield* batcher.send("a", 3)
+      yield* TestClock.adjust(49)
+      expect(batches).toEqual([[1, 2]])
+      yield* TestClock.adjust(1)
+      expect(batches).toEqual([[1, 2], [3]])
+    }).pipe(Effect.scoped))
 })

@@ -62,12 +62,17 @@ export const makeSerialBatches = <I, O, E>(
 
     const unanswered = () => {}
 
-    /** Sent items wait for the key's next submitted one, or the end of their linger. */
+    /**
+     * Sent items wait for the key's next submitted one, or the end of their linger. The wait ends
+     * only these items' linger: if they went meanwhile (with a submitted item) and others linger
+     * now, those wait for their own end, or every batch would go as soon as any earlier wait ended.
+     */
     const linger = (key: string, items: Array<Waiting<I, O, E>>): Effect.Effect<void> =>
       Effect.suspend(() => {
         lingering.set(key, items)
+        const stillLingering = Effect.suspend(() => (lingering.get(key) === items ? release(key) : Effect.void))
         // Sent from a finalizer, the fiber would inherit its uninterruptible region: only the wait may be cut.
-        const waited = Effect.zipRight(Effect.interruptible(Effect.sleep(sendLingerMs)), release(key))
+        const waited = Effect.zipRight(Effect.interruptible(Effect.sleep(sendLingerMs)), stillLingering)
         return Effect.asVoid(FiberSet.run(fibers, Effect.uninterruptible(waited)))
       })
 
