@@ -10,7 +10,7 @@ import type { Conflict } from "../../services/ApiError.ts"
 import type { Principal } from "../../services/ApiKeys.ts"
 import type { ChatChunk, ChatRequest } from "../../services/Chat.ts"
 import { type ChatError, ChatGateway } from "../../services/ChatGateway.ts"
-import { Idempotency, type StoredResponse } from "../../services/Idempotency.ts"
+import { Idempotency, type IdempotencyKey, type StoredResponse } from "../../services/Idempotency.ts"
 import { billingHeaders } from "../http/billingHeaders.ts"
 import { idempotencyKeyOf, jsonOnce, keptWhenDone, REPLAYED } from "../http/idempotent.ts"
 import { sseResponse } from "../http/Sse.ts"
@@ -40,30 +40,32 @@ export const makeChatCompletion = Effect.gen(function*() {
       { ...stored.headers, ...REPLAYED }
     )
 
-  const call: ChatCompletionCall = (payload, idempotencyHeader, principal) =>
+  const streamed = (payload: ChatRequest, principal: Principal, key: IdempotencyKey | undefined) =>
     Effect.gen(function*() {
+      const stored = key === undefined ? undefined : yield* idempotency.claim(key)
+      if (stored !== undefined) return replayStream(stored)
+      const { chunks, receiptId } = yield* gateway.stream(payload, principal).pipe(
+        Effect.onExit((exit) => Exit.isFailure(exit) && key !== undefined ? idempotency.forget(key) : Effect.void)
+      )
+      // The amounts are known only when the stream ends; the receipt id is known now.
+      const head = { "x-svc-receipt-id": receiptId }
+      return Response.setHeaders(
+        sseResponse(key === undefined ? chunks : keptWhenDone(idempotency, chunks, key, head, (sent) => ({ chunks: sent }))),
+        head
+      )
+    })
+
+  // A chain, not a generator: every JSON call runs it.
+  const call: ChatCompletionCall = (payload, idempotencyHeader, principal) =>
+    Effect.suspend(() => {
       const key = idempotencyKeyOf(principal, idempotencyHeader, "/v1/chat/completions", payload)
-
-      if (payload.stream === true) {
-        const stored = key === undefined ? undefined : yield* idempotency.claim(key)
-        if (stored !== undefined) return replayStream(stored)
-        const { chunks, receiptId } = yield* gateway.stream(payload, principal).pipe(
-          Effect.onExit((exit) => Exit.isFailure(exit) && key !== undefined ? idempotency.forget(key) : Effect.void)
-        )
-        // The amounts are known only when the stream ends; the receipt id is known now.
-        const head = { "x-svc-receipt-id": receiptId }
-        return Response.setHeaders(
-          sseResponse(key === undefined ? chunks : keptWhenDone(idempotency, chunks, key, head, (sent) => ({ chunks: sent }))),
-          head
-        )
-      }
-
+      if (payload.stream === true) return streamed(payload, principal, key)
       const complete = Effect.map(gateway.complete(payload, principal), ({ completion, receipt }) => ({
         status: 200,
         headers: billingHeaders(receipt),
         body: completion as unknown
       }))
-      return yield* jsonOnce(idempotency, key, complete)
+      return jsonOnce(idempotency, key, complete)
     })
   return call
 })

@@ -81,8 +81,11 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
   const answer = (request: IncomingMessage, text: string) =>
     Effect.flatMap(principalOf(keys, ["chat"], request.headers.authorization), (principal) =>
       Effect.flatMap(checkedJson(text, { maxDepth: maxJsonDepth, maxArrayItems }), (json) => {
+        // Without an `Idempotency-Key`, the headers' schema has nothing to decode.
         const withPayload = (payload: ChatRequest) =>
-          Effect.flatMap(decodeHeaders(request.headers), (headers) => chat(payload, headers["idempotency-key"], principal))
+          request.headers["idempotency-key"] === undefined
+            ? chat(payload, undefined, principal)
+            : Effect.flatMap(decodeHeaders(request.headers), (headers) => chat(payload, headers["idempotency-key"], principal))
         const plain = plainChatRequest(json)
         return plain !== undefined ? withPayload(plain) : Effect.flatMap(decodePayload(json), withPayload)
       })).pipe(Effect.catchIf(ParseResult.isParseError, HttpApiDecodeError.refailParseError))
