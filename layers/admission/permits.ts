@@ -16,7 +16,7 @@
  * idle for a sweep, and all of them when it stops.
  */
 import { randomUUID } from "node:crypto"
-import { Clock, Effect, Exit, type Scope } from "effect"
+import { Clock, Context, Effect, Exit, FiberRef, Scope } from "effect"
 import type { RateLimitStore, StoreUnavailable } from "../../services/RateLimiter.ts"
 import { acquirePlainRelease } from "../../plugins/support/plainRelease.ts"
 import { makeSerialBatches } from "../storage/serialBatches.ts"
@@ -112,39 +112,51 @@ export const makePermits = (
     yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(sweepMs), sweep(false))))
     yield* Effect.addFinalizer(() => sweep(true))
 
-    const hold = (accountId: string, cap: number) =>
+    /** A permit's end: kept as a spare for the account's next call, or given back. */
+    const ended = (accountId: string, cap: number, entry: Held | undefined) =>
+      entry === undefined ? Effect.void : Effect.suspend(() => {
+        const kept = Math.floor(cap / SPARE_SHARE)
+        const pool = spares.get(accountId)
+        if (kept === 0 || (pool !== undefined && (pool.cap !== cap || pool.idle.length >= kept))) {
+          return giveBack(accountId, entry, cap)
+        }
+        if (pool === undefined) spares.set(accountId, { idle: [entry], cap, used: true })
+        else {
+          pool.idle.push(entry)
+          pool.used = true
+        }
+        return Effect.void
+      })
+
+    /** A permit asked of the store (after giving back spares kept under another cap). */
+    const asked = (accountId: string, cap: number, pool: Spares | undefined) =>
       acquirePlainRelease(
         Effect.suspend(() => {
-          const pool = spares.get(accountId)
-          const spare = pool?.cap === cap ? pool.idle.pop() : undefined
-          if (spare !== undefined) {
-            pool!.used = true
-            return Effect.succeed<Held | undefined>(spare)
-          }
           const permit = randomUUID()
-          const asked = Effect.map(steps.submit(accountId, { acquire: true, permit, cap }), (granted) => {
+          const granted = Effect.map(steps.submit(accountId, { acquire: true, permit, cap }), (granted) => {
             if (!granted) return undefined
             const entry: Held = { key: accountId, permit }
             held.add(entry)
             return entry
           })
-          return pool === undefined || pool.cap === cap ? asked : Effect.zipRight(dropSpares(accountId, pool), asked)
+          return pool === undefined || pool.cap === cap ? granted : Effect.zipRight(dropSpares(accountId, pool), granted)
         }),
-        (entry) =>
-          entry === undefined ? Effect.void : Effect.suspend(() => {
-            const kept = Math.floor(cap / SPARE_SHARE)
-            const pool = spares.get(accountId)
-            if (kept === 0 || (pool !== undefined && (pool.cap !== cap || pool.idle.length >= kept))) {
-              return giveBack(accountId, entry, cap)
-            }
-            if (pool === undefined) spares.set(accountId, { idle: [entry], cap, used: true })
-            else {
-              pool.idle.push(entry)
-              pool.used = true
-            }
-            return Effect.void
-          })
+        (entry) => ended(accountId, cap, entry)
       ).pipe(Effect.map((entry) => entry !== undefined))
+
+    /**
+     * A spare, when the account has one, is taken and its end put on the scope in one uninterruptible
+     * step, with no effect to acquire it: every call of a busy account under a large cap comes here.
+     */
+    const hold = (accountId: string, cap: number): Effect.Effect<boolean, StoreUnavailable, Scope.Scope> =>
+      Effect.uninterruptible(Effect.withFiberRuntime((fiber) => {
+        const pool = spares.get(accountId)
+        const spare = pool?.cap === cap ? pool.idle.pop() : undefined
+        if (spare === undefined) return asked(accountId, cap, pool)
+        pool!.used = true
+        const scope = Context.get(fiber.getFiberRef(FiberRef.currentContext) as Context.Context<Scope.Scope>, Scope.Scope)
+        return Effect.as(Scope.addFinalizer(scope, ended(accountId, cap, spare)), true)
+      }))
 
     return { hold }
   })

@@ -142,15 +142,14 @@ export const BillingLive = Layer.scoped(
      * The bill of a served call by the hold's key, at the usage reported if it is billable, else at the
      * estimate (logged for operators).
      */
+    /** The call's bill, and the warning to log first when its reported usage could not be billed. */
     const checkedBill = (call: ServedCall, keyId: string) => {
       const { invalid, usage } = billableUsage(call.usage, call.estimated, call.model.context, call.model.id)
       const bill: Bill = { ...billOf(call, usage, invalid === undefined ? [] : [invalid]), keyId }
-      return invalid === undefined ? Effect.succeed(bill) : Effect.as(
-        Effect.logWarning("upstream reported a usage that cannot be billed; billed the estimate held").pipe(
-          Effect.annotateLogs({ deployment: call.deployment.id, ...invalid.data })
-        ),
-        bill
-      )
+      const warning = invalid === undefined ? undefined : Effect.logWarning(
+        "upstream reported a usage that cannot be billed; billed the estimate held"
+      ).pipe(Effect.annotateLogs({ deployment: call.deployment.id, ...invalid.data }))
+      return { bill, warning }
     }
 
     /** The receipt as the ledger will write it (charging what the call cost), before it is written: balance unknown. */
@@ -251,11 +250,11 @@ export const BillingLive = Layer.scoped(
       settle: (held, call, recordAfter) =>
         Effect.suspend(() => {
           if (!end(held)) return Effect.dieMessage(`hold ${held.id} settled after it ended`)
-          return Effect.flatMap(checkedBill(call, held.keyId), (bill) =>
-            Effect.flatMap(database.isUp, (up): Effect.Effect<Settlement> =>
-              up ? queued(held.reservation, bill, recordAfter) : written(held.reservation, bill, recordAfter))).pipe(
-              stageSpan("svc.billing.settle")
-            )
+          // The bill made at once: an Effect of its own only for the rare warning.
+          const { bill, warning } = checkedBill(call, held.keyId)
+          const settled = Effect.flatMap(database.isUp, (up): Effect.Effect<Settlement> =>
+            up ? queued(held.reservation, bill, recordAfter) : written(held.reservation, bill, recordAfter))
+          return (warning === undefined ? settled : Effect.zipRight(warning, settled)).pipe(stageSpan("svc.billing.settle"))
         }),
       release,
       drained,
