@@ -16,7 +16,7 @@
  * idle for a sweep, and all of them when it stops.
  */
 import { randomUUID } from "node:crypto"
-import { Clock, Context, Effect, Exit, FiberRef, Scope } from "effect"
+import { Clock, Context, Effect, Exit, Scope } from "effect"
 import type { RateLimitStore, StoreUnavailable } from "../../services/RateLimiter.ts"
 import { acquirePlainRelease } from "../../plugins/support/plainRelease.ts"
 import { makeSerialBatches } from "../storage/serialBatches.ts"
@@ -154,8 +154,7 @@ export const makePermits = (
         const spare = pool?.cap === cap ? pool.idle.pop() : undefined
         if (spare === undefined) return asked(accountId, cap, pool)
         pool!.used = true
-        const scope = Context.get(fiber.getFiberRef(FiberRef.currentContext) as Context.Context<Scope.Scope>, Scope.Scope)
-        return Effect.as(Scope.addFinalizer(scope, ended(accountId, cap, spare)), true)
+        return Effect.as(Scope.addFinalizer(Context.unsafeGet(fiber.currentContext, Scope.Scope), ended(accountId, cap, spare)), true)
       }))
 
     return { hold }

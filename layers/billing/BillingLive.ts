@@ -140,9 +140,8 @@ export const BillingLive = Layer.scoped(
 
     /**
      * The bill of a served call by the hold's key, at the usage reported if it is billable, else at the
-     * estimate (logged for operators).
+     * estimate, with the warning for operators to log first.
      */
-    /** The call's bill, and the warning to log first when its reported usage could not be billed. */
     const checkedBill = (call: ServedCall, keyId: string) => {
       const { invalid, usage } = billableUsage(call.usage, call.estimated, call.model.context, call.model.id)
       const bill: Bill = { ...billOf(call, usage, invalid === undefined ? [] : [invalid]), keyId }
