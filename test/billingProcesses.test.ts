@@ -300,7 +300,11 @@ describe("billing across gateway processes", () => {
           "SELECT id FROM reservations WHERE account_id = $1 AND status = 'open'",
           [account.id]
         )
-        expect(open.map((row) => row.id).sort()).toEqual([...receiptIds].sort())
+        // The account's first 8 calls reserve alone; a later one may already be held from the process's
+        // credit lease (no row until it ends), as below.
+        const openIds = open.map((row) => row.id)
+        expect(openIds.filter((id) => !receiptIds.includes(id))).toEqual([])
+        expect(openIds.length).toBeGreaterThanOrEqual(8)
       }
 
       expect(fake.requests.length, "every call reached the upstream").toBe(inFlight + 1)
