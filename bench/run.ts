@@ -17,7 +17,8 @@
  * BENCH_ONLY=processes (the CPU each process spends per JSON call at 1 and 50 connections, bench/processes.ts),
  * BENCH_ONLY=settlement (PostgreSQL's CPU for the settlement statement alone, by batch and events, bench/settlementStatement.ts),
  * BENCH_ONLY=pair BENCH_BASE=<other checkout> (this checkout against another, interleaved, bench/pair.ts),
- * BENCH_ONLY=warmup (a fresh server's req/s second by second: how long the targets warm each server, bench/warmup.ts).
+ * BENCH_ONLY=warmup (a fresh server's req/s second by second: how long the targets warm each server, bench/warmup.ts),
+ * BENCH_ONLY=wakeups (the bare proxy with a busy wait before its upstream request, at one connection: what this VM adds, bench/wakeups.ts).
  */
 import type { ChildProcess } from "node:child_process"
 import { fileURLToPath } from "node:url"
@@ -37,6 +38,7 @@ import { slowStreamsRss } from "./slowStreams.ts"
 import { stagesBench } from "./stages.ts"
 import { targetsBench } from "./targets.ts"
 import { warmupBench } from "./warmup.ts"
+import { wakeupsBench } from "./wakeups.ts"
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
@@ -96,6 +98,10 @@ const main = async () => {
   }
   if (process.env.BENCH_ONLY === "warmup") {
     await warmupBench(startServer, () => spawn("./load.ts"), bodies)
+    return clearTimeout(deadline)
+  }
+  if (process.env.BENCH_ONLY === "wakeups") {
+    await wakeupsBench(startServer, () => spawn("./load.ts"), bodies.json, ROUNDS, LATENCY_SECONDS)
     return clearTimeout(deadline)
   }
   if (process.env.BENCH_ONLY === "settlement") return within(300_000, "settlement", settlementBench)

@@ -1,6 +1,7 @@
 /**
  * One server of the benchmark, in its own process so that each has its own
- * event loop: `upstream` (`upstream-slow`: a frame a second), `proxy <upstreamBaseUrl>`, `gateway <upstreamBaseUrl>` or
+ * event loop: `upstream` (`upstream-slow`: a frame a second), `proxy <upstreamBaseUrl>` (`proxy-busy <upstreamBaseUrl> <µs>`:
+ * with a busy wait before each upstream request, bench/wakeups.ts), `gateway <upstreamBaseUrl>` or
  * `gateway-unrecorded <upstreamBaseUrl>` (the same gateway keeping no call records, bench/records.ts),
  * `gateway-embedded` (on PGlite even when DATABASE_URL is set) or `gateway-unbilled` (a no-op ledger).
  * Sends `{ ready: { url, key? } }` to the parent, answers "stats" with
@@ -37,14 +38,26 @@ const HOP = new Set(["connection", "keep-alive", "transfer-encoding", "upgrade",
 const endToEnd = (headers: Record<string, string | Array<string> | undefined>) =>
   Object.fromEntries(Object.entries(headers).filter(([name, value]) => value !== undefined && !HOP.has(name)))
 
-/** A bare pass-through proxy: node:http in, undici keep-alive Pool out, bodies piped, nothing rewritten. */
-const startBareProxy = async (upstreamBaseUrl: string) => {
+/** Spins for `micros` µs: work a server would do, without allocating or sleeping. */
+const busyWait = (micros: number) => {
+  const end = process.hrtime.bigint() + BigInt(Math.round(micros * 1000))
+  while (process.hrtime.bigint() < end) {
+    // spinning
+  }
+}
+
+/**
+ * A bare pass-through proxy: node:http in, undici keep-alive Pool out, bodies piped, nothing rewritten;
+ * with `busyMicros`, a busy wait that long before each upstream request.
+ */
+const startBareProxy = async (upstreamBaseUrl: string, busyMicros = 0) => {
   const upstream = new URL(upstreamBaseUrl)
   const pool = new Pool(upstream.origin, { connections: 128 })
   const target = `${upstream.pathname.replace(/\/+$/, "")}/chat/completions`
   const server = createServer(async (req, res) => {
     if (req.method !== "POST" || req.url !== "/v1/chat/completions") return res.writeHead(404).end()
     try {
+      if (busyMicros > 0) busyWait(busyMicros)
       const answer = await pool.request({ method: "POST", path: target, headers: endToEnd(req.headers) as any, body: req })
       res.writeHead(answer.statusCode, endToEnd(answer.headers) as any)
       await pipeline(answer.body, res)
@@ -132,7 +145,7 @@ const startBenchGateway = async (upstreamBaseUrl: string, variant?: Variant) => 
 }
 
 const main = async () => {
-  const [role, upstreamBaseUrl = ""] = process.argv.slice(2)
+  const [role, upstreamBaseUrl = "", busyMicros = "0"] = process.argv.slice(2)
   const server = role === "upstream" || role === "upstream-slow" || role === "upstream-paced"
     ? await startFakeOpenAi().then((fake) => {
       // A frame a second: streams that stay open (bench/slowStreams.ts).
@@ -141,8 +154,8 @@ const main = async () => {
       if (role === "upstream-paced") fake.behave({ chunkDelayMs: 1 })
       return { ...fake, url: fake.baseUrl, key: undefined }
     })
-    : role === "proxy"
-    ? { ...await startBareProxy(upstreamBaseUrl), key: undefined }
+    : role === "proxy" || role === "proxy-busy"
+    ? { ...await startBareProxy(upstreamBaseUrl, Number(busyMicros)), key: undefined }
     : await startBenchGateway(upstreamBaseUrl, role?.startsWith("gateway-") ? role.slice(8) as Variant : undefined)
   let stopping = false
   const stop = async () => {
