@@ -18,7 +18,8 @@
  * BENCH_ONLY=settlement (PostgreSQL's CPU for the settlement statement alone, by batch and events, bench/settlementStatement.ts),
  * BENCH_ONLY=pair BENCH_BASE=<other checkout> (this checkout against another, interleaved, bench/pair.ts),
  * BENCH_ONLY=warmup (a fresh server's req/s second by second: how long the targets warm each server, bench/warmup.ts),
- * BENCH_ONLY=wakeups (the bare proxy with a busy wait before its upstream request, at one connection: what this VM adds, bench/wakeups.ts).
+ * BENCH_ONLY=wakeups (the bare proxy with a busy wait before its upstream request, at one connection: what this VM adds, bench/wakeups.ts),
+ * BENCH_ONLY=path (the bare proxy's and the gateway's work before the upstream request and after its answer, at one connection, bench/path.ts).
  */
 import type { ChildProcess } from "node:child_process"
 import { fileURLToPath } from "node:url"
@@ -38,6 +39,7 @@ import { slowStreamsRss } from "./slowStreams.ts"
 import { stagesBench } from "./stages.ts"
 import { targetsBench } from "./targets.ts"
 import { warmupBench } from "./warmup.ts"
+import { pathBench } from "./path.ts"
 import { wakeupsBench } from "./wakeups.ts"
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
@@ -98,6 +100,10 @@ const main = async () => {
   }
   if (process.env.BENCH_ONLY === "warmup") {
     await warmupBench(startServer, () => spawn("./load.ts"), bodies)
+    return clearTimeout(deadline)
+  }
+  if (process.env.BENCH_ONLY === "path") {
+    await pathBench(startServer, () => spawn("./load.ts"), bodies, ROUNDS, LATENCY_SECONDS)
     return clearTimeout(deadline)
   }
   if (process.env.BENCH_ONLY === "wakeups") {

@@ -7,8 +7,9 @@
  * Sends `{ ready: { url, key? } }` to the parent, answers "stats" with
  * `{ stats: { cpuMicros, connections } }` (its CPU time so far; for the
  * upstream, the TCP connections it accepted) and "heap-start"/"heap-stop"
- * with a sampling heap profile (bench/heapSampling.ts), and stops on "stop"
- * or when the parent goes away.
+ * with a sampling heap profile (bench/heapSampling.ts), with `BENCH_PATH_TIMING=1` "path" with
+ * its work before the upstream request and after the answer (bench/pathTiming.ts), and stops on
+ * "stop" or when the parent goes away.
  */
 import { mkdtempSync, openSync, rmSync, writeSync } from "node:fs"
 import { createServer } from "node:http"
@@ -27,6 +28,7 @@ import { CallStatsNone } from "../layers/monitoring/CallStatsNone.ts"
 import { NoopLedger } from "./noopLedger.ts"
 import { jsonLines, lineBuffer } from "../src/start/logFormat.ts"
 import { answerHeapMessages } from "./heapSampling.ts"
+import { timePaths } from "./pathTiming.ts"
 import { VAST_MODEL } from "./refusal.ts"
 
 const BENCH_MODEL = "svc/bench"
@@ -172,6 +174,7 @@ const main = async () => {
   })
   process.on("disconnect", stop)
   answerHeapMessages()
+  if (process.env.BENCH_PATH_TIMING === "1") timePaths()
   process.send!({ ready: { url: server.url, key: server.key, brokeKey: "brokeKey" in server ? server.brokeKey : undefined } })
 }
 

@@ -1,0 +1,58 @@
+/**
+ * The two stretches of a call that decide how fast this VM wakes the other
+ * processes at one connection (`BENCH_ONLY=path`, docs/performance.md,
+ * "After session 29"): a server's work from a request's head to its upstream
+ * request, and from the upstream's answer to its own, for the bare proxy and
+ * the gateway behind one upstream, at one connection, rounds interleaved.
+ * Timed inside each server at Node's socket layer (bench/pathTiming.ts), so
+ * the code under test runs as it ships. A virtual CPU left idle past ~150 µs
+ * wakes ~60 µs later (BENCH_ONLY=wakeups): the first stretch leaves the
+ * upstream's CPU idle that long, the second the load generator's.
+ */
+import type { ChildProcess } from "node:child_process"
+import { loadWith, median, nextMessage, type StartServer } from "./children.ts"
+import { warmUp } from "./warmup.ts"
+
+type Path = { readonly toUpstreamMicros: number; readonly toCallerMicros: number; readonly calls: number }
+
+export const pathBench = async (
+  startServer: StartServer,
+  spawnLoader: () => ChildProcess,
+  bodies: { readonly json: string; readonly stream: string },
+  rounds: number,
+  seconds: number
+) => {
+  process.env.BENCH_PATH_TIMING = "1"
+  const upstream = await startServer(["upstream"])
+  const servers = { "bare proxy": await startServer(["proxy", upstream.url]), gateway: await startServer(["gateway", upstream.url]) }
+  const loader = spawnLoader()
+  await nextMessage(loader, "ready")
+  const load = loadWith(loader)
+  // Timed warm, as the targets are (bench/warmup.ts); what the warm-up measured is dropped.
+  for (const server of Object.values(servers)) {
+    await warmUp(load, server, bodies)
+    server.child.send("path")
+    await nextMessage<Path>(server.child, "path")
+  }
+  const measured = new Map<string, Array<Path & { readonly p50: number }>>()
+  for (let round = 0; round < rounds; round++) {
+    for (const [name, server] of Object.entries(servers)) {
+      const { p50 } = await load(server, bodies.json, 1, seconds)
+      server.child.send("path")
+      measured.set(name, [...(measured.get(name) ?? []), { ...await nextMessage<Path>(server.child, "path"), p50 }])
+    }
+  }
+  for (const server of [upstream, ...Object.values(servers), { child: loader }]) server.child.send("stop")
+  const micros = (values: Array<number>) => `**${median(values).toFixed(0)}** (${values.map((v) => v.toFixed(0)).join(", ")})`
+  console.log([
+    "",
+    `One connection, ${rounds} interleaved rounds of ${seconds} s; medians of each round's calls, then of the rounds:`,
+    "| server | request's head → upstream request, µs | upstream's answer → its own, µs | p50 to the last byte, ms |",
+    "|---|---:|---:|---:|",
+    ...[...measured].map(([name, runs]) =>
+      `| ${name} | ${micros(runs.map((r) => r.toUpstreamMicros))} | ${micros(runs.map((r) => r.toCallerMicros))} | ${
+        median(runs.map((r) => r.p50)).toFixed(3)
+      } |`
+    )
+  ].join("\n"))
+}

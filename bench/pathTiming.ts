@@ -1,0 +1,65 @@
+/**
+ * In a bench server (bench/servers.ts) with `BENCH_PATH_TIMING=1`: how long
+ * the server works on a call's path at one connection, timed at Node's
+ * socket layer so the code under test is not touched (bench/path.ts). Per
+ * call: from its request's head parsed to its first write to another server
+ * (the upstream request), and from the last read from that server (the
+ * answer) to its first write back to the caller. Answers "path" with the
+ * medians since the last ask, and starts over.
+ */
+import { IncomingMessage } from "node:http"
+import { Socket } from "node:net"
+import { Readable } from "node:stream"
+
+/** Ports of the servers a gateway talks to besides the upstream: PostgreSQL and Redis. */
+const STORES = new Set([5432, 6379])
+
+const median = (values: Array<number>) => {
+  if (values.length === 0) return NaN
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.floor(sorted.length / 2)]!
+}
+
+export const timePaths = () => {
+  let requestAt: number | undefined
+  let upstreamAt: number | undefined
+  let answerAt: number | undefined
+  let toUpstream: Array<number> = []
+  let toCaller: Array<number> = []
+  const isCallerSide = (socket: Socket) => (socket as Socket & { server?: unknown }).server != null
+  const isUpstream = (socket: Socket) => !isCallerSide(socket) && !STORES.has(socket.remotePort ?? 0)
+
+  // Called as Node's parser hands over a request's head, before the server sees the request.
+  const incoming = IncomingMessage.prototype as any
+  const addHeaderLines = incoming._addHeaderLines
+  incoming._addHeaderLines = function(this: IncomingMessage, ...args: Array<any>) {
+    if (isCallerSide(this.socket)) [requestAt, upstreamAt, answerAt] = [performance.now(), undefined, undefined]
+    return addHeaderLines.apply(this, args)
+  }
+  const push = Readable.prototype.push
+  ;(Socket.prototype as any).push = function(this: Socket, chunk: any, encoding?: BufferEncoding) {
+    if (chunk !== null && upstreamAt !== undefined && isUpstream(this)) answerAt = performance.now()
+    return push.call(this, chunk, encoding)
+  }
+  const proto = Socket.prototype as any
+  for (const name of ["_writev", "_write"]) {
+    const write = proto[name]
+    proto[name] = function(this: Socket, ...args: Array<any>) {
+      const now = performance.now()
+      if (requestAt !== undefined && upstreamAt === undefined && isUpstream(this)) {
+        upstreamAt = now
+        toUpstream.push(now - requestAt)
+      } else if (answerAt !== undefined && isCallerSide(this)) {
+        toCaller.push(now - answerAt)
+        requestAt = upstreamAt = answerAt = undefined
+      }
+      return write.apply(this, args)
+    }
+  }
+  process.on("message", (message) => {
+    if (message !== "path") return
+    process.send!({ path: { toUpstreamMicros: median(toUpstream) * 1000, toCallerMicros: median(toCaller) * 1000, calls: toCaller.length } })
+    toUpstream = []
+    toCaller = []
+  })
+}
