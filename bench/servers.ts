@@ -1,7 +1,7 @@
 /**
  * One server of the benchmark, in its own process so that each has its own
- * event loop: `upstream` (`upstream-slow`: a frame a second), `proxy <upstreamBaseUrl>` (`proxy-busy <upstreamBaseUrl> <µs>`:
- * with a busy wait before each upstream request, bench/wakeups.ts), `gateway <upstreamBaseUrl>` or
+ * event loop: `upstream` (`upstream-slow`: a frame a second), `proxy <upstreamBaseUrl>` (`proxy-busy <upstreamBaseUrl> <µs> <µs>`:
+ * with busy waits before each upstream request and after its answer, bench/wakeups.ts), `gateway <upstreamBaseUrl>` or
  * `gateway-unrecorded <upstreamBaseUrl>` (the same gateway keeping no call records, bench/records.ts),
  * `gateway-embedded` (on PGlite even when DATABASE_URL is set) or `gateway-unbilled` (a no-op ledger).
  * Sends `{ ready: { url, key? } }` to the parent, answers "stats" with
@@ -50,17 +50,18 @@ const busyWait = (micros: number) => {
 
 /**
  * A bare pass-through proxy: node:http in, undici keep-alive Pool out, bodies piped, nothing rewritten;
- * with `busyMicros`, a busy wait that long before each upstream request.
+ * with `busy`, busy waits that long (µs) before each upstream request and after its answer's head.
  */
-const startBareProxy = async (upstreamBaseUrl: string, busyMicros = 0) => {
+const startBareProxy = async (upstreamBaseUrl: string, busy = { before: 0, after: 0 }) => {
   const upstream = new URL(upstreamBaseUrl)
   const pool = new Pool(upstream.origin, { connections: 128 })
   const target = `${upstream.pathname.replace(/\/+$/, "")}/chat/completions`
   const server = createServer(async (req, res) => {
     if (req.method !== "POST" || req.url !== "/v1/chat/completions") return res.writeHead(404).end()
     try {
-      if (busyMicros > 0) busyWait(busyMicros)
+      if (busy.before > 0) busyWait(busy.before)
       const answer = await pool.request({ method: "POST", path: target, headers: endToEnd(req.headers) as any, body: req })
+      if (busy.after > 0) busyWait(busy.after)
       res.writeHead(answer.statusCode, endToEnd(answer.headers) as any)
       await pipeline(answer.body, res)
     } catch {
@@ -147,7 +148,7 @@ const startBenchGateway = async (upstreamBaseUrl: string, variant?: Variant) => 
 }
 
 const main = async () => {
-  const [role, upstreamBaseUrl = "", busyMicros = "0"] = process.argv.slice(2)
+  const [role, upstreamBaseUrl = "", busyBefore = "0", busyAfter = "0"] = process.argv.slice(2)
   const server = role === "upstream" || role === "upstream-slow" || role === "upstream-paced"
     ? await startFakeOpenAi().then((fake) => {
       // A frame a second: streams that stay open (bench/slowStreams.ts).
@@ -157,7 +158,7 @@ const main = async () => {
       return { ...fake, url: fake.baseUrl, key: undefined }
     })
     : role === "proxy" || role === "proxy-busy"
-    ? { ...await startBareProxy(upstreamBaseUrl, Number(busyMicros)), key: undefined }
+    ? { ...await startBareProxy(upstreamBaseUrl, { before: Number(busyBefore), after: Number(busyAfter) }), key: undefined }
     : await startBenchGateway(upstreamBaseUrl, role?.startsWith("gateway-") ? role.slice(8) as Variant : undefined)
   let stopping = false
   const stop = async () => {
