@@ -13,7 +13,7 @@ import type { ChildProcess } from "node:child_process"
 import { loadWith, median, nextMessage, type StartServer } from "./children.ts"
 import { warmUp } from "./warmup.ts"
 
-type Path = { readonly toUpstreamMicros: number; readonly toCallerMicros: number; readonly calls: number }
+type Path = { readonly toUpstreamMicros: number; readonly toCallerMicros: number }
 
 export const pathBench = async (
   startServer: StartServer,
@@ -22,6 +22,7 @@ export const pathBench = async (
   rounds: number,
   seconds: number
 ) => {
+  // Every server started from here (bench/servers.ts) times its calls' paths: they inherit this.
   process.env.BENCH_PATH_TIMING = "1"
   const upstream = await startServer(["upstream"])
   const servers = { "bare proxy": await startServer(["proxy", upstream.url]), gateway: await startServer(["gateway", upstream.url]) }

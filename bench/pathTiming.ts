@@ -10,15 +10,10 @@
 import { IncomingMessage } from "node:http"
 import { Socket } from "node:net"
 import { Readable } from "node:stream"
+import { median } from "./children.ts"
 
 /** Ports of the servers a gateway talks to besides the upstream: PostgreSQL and Redis. */
 const STORES = new Set([5432, 6379])
-
-const median = (values: Array<number>) => {
-  if (values.length === 0) return NaN
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.floor(sorted.length / 2)]!
-}
 
 export const timePaths = () => {
   let requestAt: number | undefined
@@ -58,7 +53,7 @@ export const timePaths = () => {
   }
   process.on("message", (message) => {
     if (message !== "path") return
-    process.send!({ path: { toUpstreamMicros: median(toUpstream) * 1000, toCallerMicros: median(toCaller) * 1000, calls: toCaller.length } })
+    process.send!({ path: { toUpstreamMicros: median(toUpstream) * 1000, toCallerMicros: median(toCaller) * 1000 } })
     toUpstream = []
     toCaller = []
   })

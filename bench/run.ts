@@ -18,7 +18,7 @@
  * BENCH_ONLY=settlement (PostgreSQL's CPU for the settlement statement alone, by batch and events, bench/settlementStatement.ts),
  * BENCH_ONLY=pair BENCH_BASE=<other checkout> (this checkout against another, interleaved, bench/pair.ts),
  * BENCH_ONLY=warmup (a fresh server's req/s second by second: how long the targets warm each server, bench/warmup.ts),
- * BENCH_ONLY=wakeups (the bare proxy with a busy wait before its upstream request, at one connection: what this VM adds, bench/wakeups.ts),
+ * BENCH_ONLY=wakeups (the bare proxy with a busy wait before its upstream request or after its answer, at one connection: what this VM adds, bench/wakeups.ts),
  * BENCH_ONLY=path (the bare proxy's and the gateway's work before the upstream request and after its answer, at one connection, bench/path.ts).
  */
 import type { ChildProcess } from "node:child_process"
