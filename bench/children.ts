@@ -54,6 +54,9 @@ export const median = (xs: ReadonlyArray<number>) => {
   return s.length % 2 === 1 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2
 }
 
+/** The request bodies a bench sends: a JSON chat call and the same call streamed. */
+export type Bodies = { readonly json: string; readonly stream: string }
+
 /** Where a bench sends its load: a server's address and key. */
 export type LoadTarget = { readonly url: string; readonly key?: string }
 

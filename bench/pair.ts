@@ -16,7 +16,7 @@ import { type ChildProcess, fork } from "node:child_process"
 import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { withGatewayFlags } from "../src/start/nodeFlags.ts"
-import { children, loadWith, median, nextMessage, type Server, typescriptLoader } from "./children.ts"
+import { type Bodies, children, loadWith, median, nextMessage, type Server, typescriptLoader } from "./children.ts"
 import { procCpuMicros } from "./processes.ts"
 import { warmUp } from "./warmup.ts"
 
@@ -38,7 +38,7 @@ const startFrom = async (checkout: string, args: Array<string>, nodeFlags: Array
 export const pairBench = async (
   here: string,
   spawnLoader: () => ChildProcess,
-  bodies: { readonly json: string; readonly stream: string },
+  bodies: Bodies,
   rounds: number,
   seconds: number
 ) => {

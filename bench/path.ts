@@ -10,7 +10,7 @@
  * upstream's CPU idle that long, the second the load generator's.
  */
 import type { ChildProcess } from "node:child_process"
-import { loadWith, median, nextMessage, type StartServer } from "./children.ts"
+import { type Bodies, loadWith, median, nextMessage, type StartServer } from "./children.ts"
 import { warmUp } from "./warmup.ts"
 
 type Path = { readonly toUpstreamMicros: number; readonly toCallerMicros: number }
@@ -18,7 +18,7 @@ type Path = { readonly toUpstreamMicros: number; readonly toCallerMicros: number
 export const pathBench = async (
   startServer: StartServer,
   spawnLoader: () => ChildProcess,
-  bodies: { readonly json: string; readonly stream: string },
+  bodies: Bodies,
   rounds: number,
   seconds: number
 ) => {

@@ -6,13 +6,13 @@
  * req/s of each and recorded ÷ unrecorded per round (goal: within 10%).
  */
 import type { ChildProcess } from "node:child_process"
-import { loadWith, median, nextMessage, type Server, type StartServer } from "./children.ts"
+import { type Bodies, loadWith, median, nextMessage, type Server, type StartServer } from "./children.ts"
 
 
 export const recordsBench = async (
   startServer: StartServer,
   spawnLoader: () => ChildProcess,
-  bodies: { readonly json: string; readonly stream: string },
+  bodies: Bodies,
   rounds: number,
   seconds: number
 ) => {

@@ -12,7 +12,7 @@
  * (docs/performance.md).
  */
 import type { ChildProcess } from "node:child_process"
-import { type Load, type LoadTarget, loadWith, nextMessage, type StartServer } from "./children.ts"
+import { type Bodies, type Load, type LoadTarget, loadWith, nextMessage, type StartServer } from "./children.ts"
 
 /** Seconds of load at 50 connections before a server is timed: JSON first, then streamed. */
 export const WARM_SECONDS = { json: 5, stream: 4 }
@@ -20,7 +20,6 @@ export const WARM_SECONDS = { json: 5, stream: 4 }
 /** Seconds measured one by one in `BENCH_ONLY=warmup`. */
 const RAMP_SECONDS = { json: 8, stream: 6 }
 
-type Bodies = { readonly json: string; readonly stream: string }
 
 /** Loads `server` for `WARM_SECONDS`, JSON then streamed. */
 export const warmUp = async (load: Load, server: LoadTarget, bodies: Bodies) => {
