@@ -106,6 +106,17 @@ describe("the lease pool", () => {
     expect(leases.claim("a", 10n)).toBeUndefined()
     expect(leases.all()).toEqual([])
   })
+
+  it("gives back a lease whose take's answer was lost, as one that may have a row, and holds nothing from it", () => {
+    const leases = pool()
+    for (let i = 1; i < 8; i++) leases.saw("a", 10n, 1_000_000n)
+    const a = leases.saw("a", 10n, 1_000_000n)!
+    leases.lost(a.lease)
+    expect(leases.claim("a", 10n)).toBeUndefined()
+    expect(leases.ids()).toEqual([a.lease.id])
+    expect(leases.sweep()).toEqual([]) // taken from in this sweep
+    expect(leases.sweep()).toEqual([a.lease])
+  })
 })
 
 describe("credit leases on the database", () => {

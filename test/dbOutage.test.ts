@@ -4,7 +4,8 @@
  * is never touched): the database stopped mid-stream → every delivered
  * answer is billed exactly once when it is back (Σ receipts = balance drop,
  * every hold ended once); requests during the outage → 503 with Retry-After
- * and no upstream call; a frozen database → a bounded wait; a gateway
+ * and no upstream call; a credit lease's take that ran but whose answer was
+ * lost → given back; a frozen database → a bounded wait; a gateway
  * restarted with a pending journal → replayed. PGlite runs skip these (an
  * embedded database cannot be stopped apart from the process); the journal's
  * logic is covered there by test/settlementJournal.test.ts.
@@ -202,6 +203,41 @@ describe.skipIf(SERVER === undefined || SERVER === "")(
       await eventually(async () => readdirSync(journal).every((name) => readFileSync(join(journal, name), "utf8") === ""), 5000, "an empty journal")
       rig.upstream.behave({})
       expect((await chat(gateway!, account.key, false)).status).toBe(200)
+    }, 60_000)
+
+    it("a credit lease whose take ran but whose answer was lost goes back when the database is back", async () => {
+      const rig = current!
+      const account = await gateway!.account({ credit: "10" })
+      rig.upstream.behave({ delayHeadersMs: 300 })
+      const taken = rig.proxy.stopAfter("INSERT INTO credit_leases")
+      // Sixteen calls at once: at least eight reserve on their own within one lease sweep, and the account's take is sent.
+      const calls = Array.from({ length: 16 }, () =>
+        chat(gateway!, account.key, false).then(async (response) => ({
+          status: response.status,
+          receiptId: response.headers.get("x-svc-receipt-id")
+        })))
+      await taken
+      expect(await rig.query("SELECT 1 FROM credit_leases WHERE account_id = $1", [account.id])).toHaveLength(1)
+      const answered = await Promise.all(calls)
+      // A call whose reservation waited behind the take in the account's turn meets the outage.
+      for (const call of answered) expect([200, 503]).toContain(call.status)
+      const ids = answered.flatMap((call) => call.status === 200 ? [call.receiptId!] : [])
+      expect(ids.length).toBeGreaterThanOrEqual(8)
+
+      rig.proxy.restart()
+      await eventually(
+        async () => (await rig.query("SELECT 1 FROM receipts WHERE account_id = $1", [account.id])).length === ids.length,
+        20_000,
+        `${ids.length} receipts`
+      )
+      await eventually(
+        async () => (await rig.query("SELECT 1 FROM credit_leases WHERE account_id = $1", [account.id])).length === 0,
+        5000,
+        "the lost take's lease given back"
+      )
+      await expectBilledOnce(rig, account.id, "10", ids)
+      rig.upstream.behave({})
+      await eventually(async () => (await chat(gateway!, account.key, false)).status === 200, 20_000, "service again")
     }, 60_000)
 
     it("frozen: a request waits a bounded time and gets 503 while the freeze goes on; nothing upstream", async () => {

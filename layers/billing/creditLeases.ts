@@ -44,7 +44,7 @@ export interface CreditLease {
   perCall: Nanos
   /** What the account had available when last seen (after a reservation or a take). */
   available: Nanos
-  /** Was ever granted credit: has a row to give back. */
+  /** May have a row to give back: it was granted credit, or a take's answer was lost. */
   granted: boolean
   /** Reservations made alone since the last sweep. */
   alone: number
@@ -138,6 +138,15 @@ export const makeCreditLeases = (newId: () => string) => {
       lease.left += granted
       if (granted > 0n) lease.granted = true
       if (available !== undefined) lease.available = available
+    },
+
+    /**
+     * A take's answer was lost (the database went away mid-statement): it may have been granted, so
+     * the lease is given back as one with a row (a give back of none frees nothing); it holds nothing more.
+     */
+    lost: (lease: CreditLease) => {
+      lease.taking = false
+      lease.granted = true
     },
 
     /** The account refused a call: its lease takes no more and goes back once its calls end. */

@@ -6,7 +6,8 @@
  * lease's takes and gives back go in the account's ledger turns, after its
  * settlements and reservations, so a process never has two statements of
  * one account in flight. Every second the leases idle since the last second
- * go back (a give back that failed is tried again then); every beat the
+ * go back (a give back that failed is tried again then, and a lease whose
+ * take's answer was lost goes back as if granted); every beat the
  * others are renewed, and one the sweeper freed (its process stalled past
  * its time) is forgotten. When the process stops, all go back.
  */
@@ -56,8 +57,9 @@ export const makeLeasedHolds = (options: {
           Effect.exit(turns.submit(take.lease.accountId, { _tag: "lease", leaseId: take.lease.id, amount: take.amount })),
           (answer) =>
             Effect.sync(() => {
-              const grant = Exit.isSuccess(answer) ? answer.value as LeaseGrant : undefined
-              leases.took(take.lease, grant?.granted ?? 0n, grant?.availableAfter)
+              if (Exit.isFailure(answer)) return leases.lost(take.lease)
+              const grant = answer.value as LeaseGrant
+              leases.took(take.lease, grant.granted, grant.availableAfter)
             })
         )
       )

@@ -3,6 +3,7 @@
  * shared PostgreSQL), so tests can take "the database" away without touching
  * the server: `stop` resets every connection and refuses new ones, `freeze`
  * keeps connections open but forwards no bytes (a hung server or network),
+ * `stopAfter` loses one statement's answer (it ran, its caller never hears),
  * `restart` serves again.
  */
 import { createServer, type Server, type Socket, connect } from "node:net"
@@ -11,6 +12,11 @@ export interface FaultProxy {
   readonly port: number
   /** Resets every connection and refuses new ones. */
   readonly stop: () => void
+  /**
+   * Forwards the next message that contains `marker` to the server, drops the server's answer, and
+   * stops as it arrives: the statement ran, and its caller never hears. Resolves once stopped.
+   */
+  readonly stopAfter: (marker: string) => Promise<void>
   /** Forwards nothing in either direction (new connections are accepted and hang). */
   readonly freeze: () => void
   /** Forwards again: held bytes flow; new connections reach the server. */
@@ -24,6 +30,7 @@ export const startFaultProxy = async (target: { host: string; port: number }): P
   let mode: "up" | "stopped" | "frozen" = "up"
   let accepted = 0
   const pairs = new Set<[Socket, Socket]>()
+  let trap: { readonly marker: Buffer; readonly sprung: () => void } | undefined
 
   const server: Server = createServer((client) => {
     accepted++
@@ -43,6 +50,17 @@ export const startFaultProxy = async (target: { host: string; port: number }): P
     upstream.on("error", drop).on("close", drop)
     client.pipe(upstream)
     upstream.pipe(client)
+    // After the pipe's own listener: the message has gone to the server when this sees it.
+    client.on("data", (chunk: Buffer) => {
+      if (trap === undefined || !chunk.includes(trap.marker)) return
+      const { sprung } = trap
+      trap = undefined
+      upstream.unpipe(client)
+      upstream.once("data", () => {
+        stop()
+        sprung()
+      }).resume()
+    })
     if (mode === "frozen") hold(pair)
   })
   await new Promise<void>((listening) => server.listen(0, "127.0.0.1", listening))
@@ -62,16 +80,19 @@ export const startFaultProxy = async (target: { host: string; port: number }): P
     upstream.resume()
   }
 
+  const stop = () => {
+    mode = "stopped"
+    for (const [client, upstream] of pairs) {
+      client.resetAndDestroy()
+      upstream.destroy()
+    }
+    pairs.clear()
+  }
+
   return {
     port,
-    stop: () => {
-      mode = "stopped"
-      for (const [client, upstream] of pairs) {
-        client.resetAndDestroy()
-        upstream.destroy()
-      }
-      pairs.clear()
-    },
+    stop,
+    stopAfter: (marker) => new Promise<void>((sprung) => void (trap = { marker: Buffer.from(marker), sprung })),
     freeze: () => {
       mode = "frozen"
       pairs.forEach(hold)
