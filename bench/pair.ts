@@ -24,7 +24,8 @@ import { warmUp } from "./warmup.ts"
 const mainThreadMicros = (pid: number) => procCpuMicros(pid, pid)
 
 
-const startFrom = async (checkout: string, args: Array<string>, nodeFlags: Array<string> = []): Promise<Server> => {
+/** A role of bench/servers.ts started from `checkout` (this one or another). */
+export const startFrom = async (checkout: string, args: Array<string>, nodeFlags: Array<string> = []): Promise<Server> => {
   const child = fork(join(checkout, "bench", "servers.ts"), args, {
     // As bench/run.ts starts its servers: with the gateway's Node flags (this checkout's list), unless given others.
     execArgv: withGatewayFlags([...typescriptLoader, ...nodeFlags]),

@@ -7,10 +7,13 @@
  * Timed inside each server at Node's socket layer (bench/pathTiming.ts), so
  * the code under test runs as it ships. A virtual CPU left idle past ~150 µs
  * wakes ~60 µs later (BENCH_ONLY=wakeups): the first stretch leaves the
- * upstream's CPU idle that long, the second the load generator's.
+ * upstream's CPU idle that long, the second the load generator's. With
+ * `BENCH_BASE=<other checkout>` the other checkout's gateway is timed too, in
+ * the same rounds: a change to the hot path against the code before it.
  */
 import type { ChildProcess } from "node:child_process"
-import { type Bodies, loadWith, median, nextMessage, type StartServer } from "./children.ts"
+import { type Bodies, loadWith, median, nextMessage, type Server, type StartServer } from "./children.ts"
+import { startFrom } from "./pair.ts"
 import { warmUp } from "./warmup.ts"
 
 type Path = { readonly toUpstreamMicros: number; readonly toCallerMicros: number }
@@ -25,7 +28,12 @@ export const pathBench = async (
   // Every server started from here (bench/servers.ts) times its calls' paths: they inherit this.
   process.env.BENCH_PATH_TIMING = "1"
   const upstream = await startServer(["upstream"])
-  const servers = { "bare proxy": await startServer(["proxy", upstream.url]), gateway: await startServer(["gateway", upstream.url]) }
+  const servers: Record<string, Server> = {
+    "bare proxy": await startServer(["proxy", upstream.url]),
+    gateway: await startServer(["gateway", upstream.url])
+  }
+  const base = process.env.BENCH_BASE
+  if (base !== undefined) servers["gateway of BENCH_BASE"] = await startFrom(base, ["gateway", upstream.url])
   const loader = spawnLoader()
   await nextMessage(loader, "ready")
   const load = loadWith(loader)
