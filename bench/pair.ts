@@ -8,7 +8,8 @@
  * what shows it. The other checkout needs its own `node_modules` (a link to
  * this one's will do). Knobs: BENCH_PAIR_ROLE (`gateway`; or
  * `gateway-unbilled`, `gateway-embedded`), BENCH_PAIR_STREAM=1 (SSE),
- * BENCH_PAIR_CONNECTIONS (`1,50`), BENCH_ROUNDS, BENCH_SECONDS, and
+ * BENCH_PAIR_BODY=conversation (a long conversation sent again whole,
+ * bench/conversation.ts), BENCH_PAIR_CONNECTIONS (`1,50`), BENCH_ROUNDS, BENCH_SECONDS, and
  * BENCH_PAIR_BASE_NODE_FLAGS (Node flags for the other checkout's servers,
  * e.g. `--max-semi-space-size=16`: one setting against another, same code).
  */
@@ -17,6 +18,7 @@ import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { withGatewayFlags } from "../src/start/nodeFlags.ts"
 import { type Bodies, children, loadWith, median, nextMessage, type Server, typescriptLoader } from "./children.ts"
+import { conversationBody } from "./conversation.ts"
 import { procCpuMicros } from "./processes.ts"
 import { warmUp } from "./warmup.ts"
 
@@ -48,7 +50,9 @@ export const pairBench = async (
     throw new Error("BENCH_BASE must name another checkout of this repository (with node_modules)")
   }
   const role = process.env.BENCH_PAIR_ROLE ?? "gateway"
-  const body = process.env.BENCH_PAIR_STREAM === "1" ? bodies.stream : bodies.json
+  const stream = process.env.BENCH_PAIR_STREAM === "1"
+  const conversation = process.env.BENCH_PAIR_BODY === "conversation"
+  const body = conversation ? conversationBody(stream) : stream ? bodies.stream : bodies.json
   const connections = (process.env.BENCH_PAIR_CONNECTIONS ?? "1,50").split(",").map(Number)
   const upstream = await startFrom(here, ["upstream"])
   const baseFlags = process.env.BENCH_PAIR_BASE_NODE_FLAGS?.split(" ").filter(Boolean) ?? []
@@ -93,7 +97,7 @@ export const pairBench = async (
   }
   console.log([
     "",
-    `${role}, ${body === bodies.json ? "JSON" : "SSE"}, ${rounds} interleaved rounds of ${seconds} s:`,
+    `${role}, ${stream ? "SSE" : "JSON"}${conversation ? " (a 20-turn conversation)" : ""}, ${rounds} interleaved rounds of ${seconds} s:`,
     ...lines
   ].join("\n"))
 }

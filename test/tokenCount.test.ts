@@ -1,13 +1,15 @@
 /**
  * Token counting is linear and never counts much less than the tokenizer:
  * exact for ordinary text, at most a little above it where long pre-tokens
- * are cut, and the UTF-8 byte length (an upper bound) past the budget.
+ * are cut, and the UTF-8 byte length (an upper bound) past the budget. A
+ * long text counted once is remembered by its digest and counts the same.
  */
 import fc from "fast-check"
 import { countTokens } from "gpt-tokenizer/encoding/o200k_base"
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { counter, fairCounter, MAX_EXACT_BYTES, MAX_PIECE, segmentsOf, slicedCount, utf8Bytes } from "../layers/billing/tokenCount.ts"
+import { makeCountCache, MIN_CACHED_CHARS } from "../layers/billing/tokenCountCache.ts"
 
 const exact = (text: string) => countTokens(text, { disallowedSpecial: new Set() })
 
@@ -94,8 +96,9 @@ describe("counting fairly (admission)", () => {
 
   it("counts what the plain counter counts, sharing the budget the same way", async () => {
     const texts = ["a".repeat(10), prose.join(" ").repeat(2000), "😀 ".repeat(40_000), "tail"]
-    const plain = counter(200_000)
-    const fair = fairCounter(200_000)
+    // Each with a cache of its own: neither answers from what the other counted.
+    const plain = counter(200_000, makeCountCache())
+    const fair = fairCounter(200_000, makeCountCache())
     const fairly = await Effect.runPromise(Effect.forEach(texts, fair))
     expect(fairly).toEqual(texts.map(plain))
     expect(segmentsOf(texts[1]!).length).toBeGreaterThan(4)
@@ -110,10 +113,63 @@ describe("counting fairly (admission)", () => {
       if (counting) setImmediate(other)
     }
     setImmediate(other)
-    const tokens = await Effect.runPromise(fairCounter()(text))
+    const tokens = await Effect.runPromise(fairCounter(MAX_EXACT_BYTES, makeCountCache())(text))
     counting = false
     expect(tokens).toBe(slicedCount(text))
     // Without turns between segments the other callback could not have run at all before the count ended.
     expect(turns).toBeGreaterThan(segmentsOf(text).length / 2)
+  })
+})
+
+describe("remembering counts of long texts", () => {
+  const long = prose.join(" ").repeat(20)
+
+  it("remembers a long text's count by its digest, not a short one's, and answers it without counting", () => {
+    const cache = makeCountCache()
+    const count = counter(MAX_EXACT_BYTES, cache)
+    expect(count(prose[0]!)).toBe(exact(prose[0]!))
+    expect(prose[0]!.length).toBeLessThan(MIN_CACHED_CHARS)
+    expect(cache.size()).toBe(0)
+    expect(count(long)).toBe(exact(long))
+    expect(cache.size()).toBe(1)
+    // A planted count is what comes back: the second count did not run the tokenizer.
+    cache.set(cache.keyOf(long)!, 7)
+    expect(counter(MAX_EXACT_BYTES, cache)(long)).toBe(7)
+    expect(cache.keyOf(long)).toMatch(/^[A-Za-z0-9+/]{43}=$/) // a SHA-256 digest: the text itself is not kept
+  })
+
+  it("spends the request's budget the same, remembered or not: past it a text counts as its bytes", () => {
+    const cache = makeCountCache()
+    counter(MAX_EXACT_BYTES, cache)(long)
+    expect(counter(utf8Bytes(long) - 1, cache)(long)).toBe(utf8Bytes(long))
+    const count = counter(utf8Bytes(long) + 10, cache)
+    expect(count(long)).toBe(exact(long))
+    expect(count(long)).toBe(utf8Bytes(long))
+  })
+
+  it("answers a remembered long text without turns, and counts the same as counting it afresh", async () => {
+    const cache = makeCountCache()
+    const huge = prose.join(" ").repeat(1500)
+    expect(segmentsOf(huge).length).toBeGreaterThan(4)
+    const first = await Effect.runPromise(fairCounter(MAX_EXACT_BYTES, cache)(huge))
+    expect(first).toBe(slicedCount(huge))
+    cache.set(cache.keyOf(huge)!, 11)
+    expect(Effect.runSync(fairCounter(MAX_EXACT_BYTES, cache)(huge))).toBe(11) // no turn: runSync would throw on one
+    fc.assert(fc.property(fc.array(fc.oneof(hostile, fc.constantFrom(long)), { maxLength: 6 }), (texts) => {
+      const remembered = counter(MAX_EXACT_BYTES, cache)
+      const afresh = counter(MAX_EXACT_BYTES, makeCountCache())
+      return texts.every((text) => remembered(text.repeat(8)) === afresh(text.repeat(8)))
+    }), { numRuns: 200 })
+  })
+
+  it("forgets the least recently used first once full", () => {
+    const cache = makeCountCache(2)
+    const [a, b, c] = ["a", "b", "c"].map((letter) => cache.keyOf(letter.repeat(MIN_CACHED_CHARS))!)
+    cache.set(a!, 1)
+    cache.set(b!, 2)
+    expect(cache.get(a!)).toBe(1) // a is now the most recently used
+    cache.set(c!, 3)
+    expect([cache.get(a!), cache.get(b!), cache.get(c!)]).toEqual([1, undefined, 3])
+    expect(cache.size()).toBe(2)
   })
 })

@@ -20,11 +20,15 @@
  *   length: every token stands for at least one byte, so that is an upper bound.
  *   Ordinary text costs ~0.1 s per MiB to count; high-entropy text (base64,
  *   random letters) ~1–2 s per MiB on a slow core, so the budget bounds that.
+ * - A long text counted once is remembered by its digest (tokenCountCache.ts):
+ *   a conversation sent again with one more turn costs its new turn's count.
+ *   The budget is spent the same either way, so every count is what it was.
  */
 import { Effect } from "effect"
 import { O200K_TOKEN_SPLIT_REGEX } from "gpt-tokenizer/encodingParams/constants"
 import { countTokens } from "gpt-tokenizer/encoding/o200k_base"
 import { eventLoopTurn } from "../../plugins/support/eventLoopTurn.ts"
+import { type CountCache, makeCountCache } from "./tokenCountCache.ts"
 
 /** Longest pre-token merged whole (characters). Ordinary words, numbers and CJK phrases are far shorter. */
 export const MAX_PIECE = 128
@@ -104,18 +108,32 @@ export const slicedCount = (text: string, maxPiece = MAX_PIECE): number => {
   return tokens + exact(runStart === 0 ? text : text.slice(runStart))
 }
 
+/** The counts this process remembers (a count is a pure function of its text: one cache serves all). */
+const REMEMBERED = makeCountCache()
+
+/** `slicedCount`, remembered for a long text. */
+const rememberedCount = (text: string, cache: CountCache): number => {
+  const key = cache.keyOf(text)
+  if (key === undefined) return slicedCount(text)
+  const known = cache.get(key)
+  if (known !== undefined) return known
+  const tokens = slicedCount(text)
+  cache.set(key, tokens)
+  return tokens
+}
+
 /**
  * A counter for one request: texts are counted with `slicedCount` while their
  * bytes fit in what is left of `budget`, and as their byte length after that.
  */
-export const counter = (budget = MAX_EXACT_BYTES): (text: string) => number => {
+export const counter = (budget = MAX_EXACT_BYTES, cache = REMEMBERED): (text: string) => number => {
   let left = budget
   return (text) => {
     if (text.length === 0) return 0
     const bytes = utf8Bytes(text)
     if (bytes > left) return bytes
     left -= bytes
-    return slicedCount(text)
+    return rememberedCount(text, cache)
   }
 }
 
@@ -149,7 +167,7 @@ export const segmentsOf = (text: string, size = SEGMENT_CHARS): ReadonlyArray<st
  * requests' sockets) between segments of a long text, so counting one large prompt (up to ~1 s of work
  * for 1 MiB of high-entropy text) never holds the event loop for long.
  */
-export const fairCounter = (budget = MAX_EXACT_BYTES): (text: string) => Effect.Effect<number> => {
+export const fairCounter = (budget = MAX_EXACT_BYTES, cache = REMEMBERED): (text: string) => Effect.Effect<number> => {
   let left = budget
   return (text) =>
     Effect.suspend(() => {
@@ -157,10 +175,20 @@ export const fairCounter = (budget = MAX_EXACT_BYTES): (text: string) => Effect.
       const bytes = utf8Bytes(text)
       if (bytes > left) return Effect.succeed(bytes)
       left -= bytes
+      // A text remembered needs no turns, however long.
+      const key = cache.keyOf(text)
+      const known = key === undefined ? undefined : cache.get(key)
+      if (known !== undefined) return Effect.succeed(known)
+      const remember = (tokens: number) => {
+        if (key !== undefined) cache.set(key, tokens)
+        return tokens
+      }
       const segments = segmentsOf(text)
-      if (segments.length === 1) return Effect.succeed(slicedCount(text))
-      return Effect.reduce(segments, 0, (sum, segment) =>
-        Effect.as(eventLoopTurn, sum + slicedCount(segment)))
+      if (segments.length === 1) return Effect.succeed(remember(slicedCount(text)))
+      return Effect.map(
+        Effect.reduce(segments, 0, (sum, segment) => Effect.as(eventLoopTurn, sum + slicedCount(segment))),
+        remember
+      )
     })
 }
 
