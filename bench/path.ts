@@ -17,6 +17,26 @@ import { startFrom } from "./pair.ts"
 import { warmUp } from "./warmup.ts"
 
 type Path = { readonly toUpstreamMicros: number; readonly toCallerMicros: number }
+type Round = Path & { readonly p50: number }
+
+const BASE = "gateway of BENCH_BASE"
+
+/**
+ * This gateway less the other checkout's, round by round (both measured within seconds of each
+ * other), then the median: the phase moves a stretch by a hundred µs within a run, a pair's
+ * difference by far less.
+ */
+const pairedLines = (here: ReadonlyArray<Round> | undefined, base: ReadonlyArray<Round> | undefined) => {
+  if (here === undefined || base === undefined) return []
+  const less = (of: (round: Round) => number) => {
+    const differences = here.map((round, i) => of(round) - of(base[i]!))
+    const sign = (value: number) => (value > 0 ? "+" : "")
+    return `**${sign(median(differences))}${median(differences).toFixed(0)}** (${differences.map((d) => `${sign(d)}${d.toFixed(0)}`).join(", ")})`
+  }
+  return [`| this gateway less BENCH_BASE's, round by round | ${less((r) => r.toUpstreamMicros)} | ${less((r) => r.toCallerMicros)} | ${
+    less((r) => r.p50 * 1000)
+  } µs |`]
+}
 
 export const pathBench = async (
   startServer: StartServer,
@@ -33,7 +53,7 @@ export const pathBench = async (
     gateway: await startServer(["gateway", upstream.url])
   }
   const base = process.env.BENCH_BASE
-  if (base !== undefined) servers["gateway of BENCH_BASE"] = await startFrom(base, ["gateway", upstream.url])
+  if (base !== undefined) servers[BASE] = await startFrom(base, ["gateway", upstream.url])
   const loader = spawnLoader()
   await nextMessage(loader, "ready")
   const load = loadWith(loader)
@@ -43,9 +63,11 @@ export const pathBench = async (
     server.child.send("path")
     await nextMessage<Path>(server.child, "path")
   }
-  const measured = new Map<string, Array<Path & { readonly p50: number }>>()
+  const measured = new Map<string, Array<Round>>()
   for (let round = 0; round < rounds; round++) {
-    for (const [name, server] of Object.entries(servers)) {
+    // Every other round in reverse: the server loaded right after another one runs a little slower.
+    const order = round % 2 === 0 ? Object.entries(servers) : Object.entries(servers).reverse()
+    for (const [name, server] of order) {
       const { p50 } = await load(server, bodies.json, 1, seconds)
       server.child.send("path")
       measured.set(name, [...(measured.get(name) ?? []), { ...await nextMessage<Path>(server.child, "path"), p50 }])
@@ -62,6 +84,7 @@ export const pathBench = async (
       `| ${name} | ${micros(runs.map((r) => r.toUpstreamMicros))} | ${micros(runs.map((r) => r.toCallerMicros))} | ${
         median(runs.map((r) => r.p50)).toFixed(3)
       } |`
-    )
+    ),
+    ...pairedLines(measured.get("gateway"), measured.get(BASE))
   ].join("\n"))
 }
