@@ -6,7 +6,7 @@ import type { Job, Result } from "./load.ts"
 export const children: Array<ChildProcess> = []
 
 /** A bench server (bench/servers.ts) as its parent holds it, and how a bench starts one. */
-export type Server = { readonly child: ChildProcess; readonly url: string; readonly key?: string }
+export type Server = { readonly child: ChildProcess; readonly url: string; readonly key?: string; readonly keys?: ReadonlyArray<string> }
 export type StartServer = (args: Array<string>, execArgv?: Array<string>) => Promise<Server>
 
 /**
@@ -58,11 +58,11 @@ export const median = (xs: ReadonlyArray<number>) => {
 export type Bodies = { readonly json: string; readonly stream: string }
 
 /** Where a bench sends its load: a server's address and key. */
-export type LoadTarget = { readonly url: string; readonly key?: string }
+export type LoadTarget = { readonly url: string; readonly key?: string; readonly keys?: ReadonlyArray<string> }
 
 /** One run of the load generator (bench/load.ts) against `server`: `concurrency` requests in flight for `seconds`. */
 export const loadWith = (loader: ChildProcess) => (server: LoadTarget, body: string, concurrency: number, seconds: number) => {
-  loader.send({ url: server.url, key: server.key, body, concurrency, seconds } satisfies Job)
+  loader.send({ url: server.url, key: server.key, keys: server.keys, body, concurrency, seconds } satisfies Job)
   return nextMessage<Result>(loader, "result")
 }
 

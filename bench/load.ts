@@ -10,6 +10,8 @@ import { Pool } from "undici"
 export interface Job {
   readonly url: string
   readonly key?: string
+  /** Keys to take in turn, one a request (many accounts); else `key`. */
+  readonly keys?: ReadonlyArray<string>
   readonly body: string
   readonly concurrency: number
   readonly seconds: number
@@ -30,10 +32,13 @@ const percentile = (sorted: ReadonlyArray<number>, p: number) =>
 
 const run = async (job: Job): Promise<Result> => {
   const pool = new Pool(job.url, { connections: job.concurrency, pipelining: 1 })
-  const headers = {
+  const headersOf = (key: string | undefined) => ({
     "content-type": "application/json",
-    ...(job.key === undefined ? {} : { authorization: `Bearer ${job.key}` })
-  }
+    ...(key === undefined ? {} : { authorization: `Bearer ${key}` })
+  })
+  const keyed = (job.keys ?? []).map(headersOf)
+  const single = headersOf(job.key)
+  let sent = 0
   const latencies: Array<number> = []
   const firstBytes: Array<number> = []
   let errors = 0
@@ -43,6 +48,7 @@ const run = async (job: Job): Promise<Result> => {
     while (performance.now() < end) {
       const t0 = performance.now()
       try {
+        const headers = keyed.length === 0 ? single : keyed[sent++ % keyed.length]!
         const response = await pool.request({ method: "POST", path: "/v1/chat/completions", headers, body: job.body })
         let firstByte = NaN
         for await (const _ of response.body) {

@@ -4,7 +4,7 @@
  * with busy waits before each upstream request and after its answer, bench/wakeups.ts), `gateway <upstreamBaseUrl>` or
  * `gateway-unrecorded <upstreamBaseUrl>` (the same gateway keeping no call records, bench/records.ts),
  * `gateway-embedded` (on PGlite even when DATABASE_URL is set) or `gateway-unbilled` (a no-op ledger).
- * Sends `{ ready: { url, key? } }` to the parent, answers "stats" with
+ * Sends `{ ready: { url, key?, keys? } }` to the parent (`keys`: with BENCH_ACCOUNTS=n, a key for each of n accounts), answers "stats" with
  * `{ stats: { cpuMicros, connections } }` (its CPU time so far; for the
  * upstream, the TCP connections it accepted) and "heap-start"/"heap-stop"
  * with a sampling heap profile (bench/heapSampling.ts), with `BENCH_PATH_TIMING=1` "path" with
@@ -135,9 +135,14 @@ const startBenchGateway = async (upstreamBaseUrl: string, variant?: Variant) => 
   })
   const { key } = await gateway.account({ credit: "1000000" })
   const { key: brokeKey } = await gateway.account({ credit: "0" })
+  // BENCH_ACCOUNTS=n: n accounts, a key each, for loads that spread calls over many tenants (bench/pair.ts).
+  const others = Number(process.env.BENCH_ACCOUNTS ?? 1) - 1
+  const keys = others < 1 ? undefined : [key]
+  for (let i = 0; i < others; i++) keys!.push((await gateway.account({ credit: "1000000" })).key)
   return {
     url: gateway.url,
     key,
+    keys,
     brokeKey,
     close: async () => {
       await gateway.close()
@@ -176,7 +181,14 @@ const main = async () => {
   process.on("disconnect", stop)
   answerHeapMessages()
   if (process.env.BENCH_PATH_TIMING === "1") timePaths()
-  process.send!({ ready: { url: server.url, key: server.key, brokeKey: "brokeKey" in server ? server.brokeKey : undefined } })
+  process.send!({
+    ready: {
+      url: server.url,
+      key: server.key,
+      keys: "keys" in server ? server.keys : undefined,
+      brokeKey: "brokeKey" in server ? server.brokeKey : undefined
+    }
+  })
 }
 
 if (process.send !== undefined) {
