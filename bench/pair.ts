@@ -9,8 +9,9 @@
  * this one's will do). Knobs: BENCH_PAIR_ROLE (`gateway`; or
  * `gateway-unbilled`, `gateway-embedded`), BENCH_PAIR_STREAM=1 (SSE),
  * BENCH_PAIR_BODY=conversation (a long conversation sent again whole,
- * bench/conversation.ts), BENCH_ACCOUNTS=n (calls spread over n accounts, a key
- * each, in turn: many quiet tenants instead of one hot one), BENCH_PAIR_CONNECTIONS (`1,50`), BENCH_ROUNDS, BENCH_SECONDS, and
+ * bench/conversation.ts), BENCH_ACCOUNTS=n (calls spread over n accounts, a
+ * key each, in turn: many quiet tenants instead of one hot one),
+ * BENCH_PAIR_CONNECTIONS (`1,50`), BENCH_ROUNDS, BENCH_SECONDS, and
  * BENCH_PAIR_BASE_NODE_FLAGS (Node flags for the other checkout's servers,
  * e.g. `--max-semi-space-size=16`: one setting against another, same code).
  */

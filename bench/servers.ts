@@ -4,7 +4,8 @@
  * with busy waits before each upstream request and after its answer, bench/wakeups.ts), `gateway <upstreamBaseUrl>` or
  * `gateway-unrecorded <upstreamBaseUrl>` (the same gateway keeping no call records, bench/records.ts),
  * `gateway-embedded` (on PGlite even when DATABASE_URL is set) or `gateway-unbilled` (a no-op ledger).
- * Sends `{ ready: { url, key?, keys? } }` to the parent (`keys`: with BENCH_ACCOUNTS=n, a key for each of n accounts), answers "stats" with
+ * Sends `{ ready: { url, key?, keys? } }` to the parent (`keys`: with
+ * BENCH_ACCOUNTS=n, a key for each of n accounts), answers "stats" with
  * `{ stats: { cpuMicros, connections } }` (its CPU time so far; for the
  * upstream, the TCP connections it accepted) and "heap-start"/"heap-stop"
  * with a sampling heap profile (bench/heapSampling.ts), with `BENCH_PATH_TIMING=1` "path" with

@@ -111,15 +111,22 @@ export const slicedCount = (text: string, maxPiece = MAX_PIECE): number => {
 /** The counts this process remembers (a count is a pure function of its text: one cache serves all). */
 const REMEMBERED = makeCountCache()
 
+/** A text's remembered count, if any, and how to remember it once counted (a short text: never). */
+const recall = (text: string, cache: CountCache) => {
+  const key = cache.keyOf(text)
+  return {
+    known: key === undefined ? undefined : cache.get(key),
+    remember: (tokens: number) => {
+      if (key !== undefined) cache.set(key, tokens)
+      return tokens
+    }
+  }
+}
+
 /** `slicedCount`, remembered for a long text. */
 const rememberedCount = (text: string, cache: CountCache): number => {
-  const key = cache.keyOf(text)
-  if (key === undefined) return slicedCount(text)
-  const known = cache.get(key)
-  if (known !== undefined) return known
-  const tokens = slicedCount(text)
-  cache.set(key, tokens)
-  return tokens
+  const { known, remember } = recall(text, cache)
+  return known ?? remember(slicedCount(text))
 }
 
 /**
@@ -176,13 +183,8 @@ export const fairCounter = (budget = MAX_EXACT_BYTES, cache = REMEMBERED): (text
       if (bytes > left) return Effect.succeed(bytes)
       left -= bytes
       // A text remembered needs no turns, however long.
-      const key = cache.keyOf(text)
-      const known = key === undefined ? undefined : cache.get(key)
+      const { known, remember } = recall(text, cache)
       if (known !== undefined) return Effect.succeed(known)
-      const remember = (tokens: number) => {
-        if (key !== undefined) cache.set(key, tokens)
-        return tokens
-      }
       const segments = segmentsOf(text)
       if (segments.length === 1) return Effect.succeed(remember(slicedCount(text)))
       return Effect.map(
