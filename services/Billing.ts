@@ -17,6 +17,13 @@ import type { Nanos } from "./Money.ts"
 import type { Estimate, TokenUsage } from "./Pricing.ts"
 
 /** Money held for a call in flight. */
+
+/**
+ * Where a call puts work its answer does not wait for (the settlement's hand-over to the ledger,
+ * the attempt's health, the rate limits' correction): the chat gateway adds it to the caller's
+ * scope, which closes once the answer is written, even for a caller that left.
+ */
+export type AfterAnswer = (work: Effect.Effect<void>) => Effect.Effect<void>
 export interface Hold {
   /** Also the id of the receipt the call will get. */
   readonly id: string
@@ -108,12 +115,15 @@ export class Billing extends Context.Tag("svc/Billing")<Billing, {
    * that is not a sane token count is billed as `estimated` instead, with a
    * `provider.usage_invalid` event. A hold that already ended is a defect. `recordAfter` is what
    * else the call's end writes (its transcript), given the written receipt: it runs before the
-   * hold counts as ended, so `drained` waits for it too.
+   * hold counts as ended, so `drained` waits for it too. Given `later`, a queued settlement's
+   * hand-over to the ledger goes there (the answer does not wait for it); the settlement's amounts,
+   * the hold's end and the call's record are settled at once either way.
    */
   readonly settle: (
     hold: Hold,
     call: ServedCall,
-    recordAfter?: (settlement: Settlement) => Effect.Effect<void>
+    recordAfter?: (settlement: Settlement) => Effect.Effect<void>,
+    later?: AfterAnswer
   ) => Effect.Effect<Settlement>
   /** Releases the hold without charging (the call failed). A hold that already ended is left as it is. */
   readonly release: (hold: Hold) => Effect.Effect<void>

@@ -3,10 +3,11 @@
  * swapped for doubles (a recording ledger and event log, scripted adapters,
  * recorded health): no server, no database. What each end of a call leaves
  * behind — one settle or one release, the events with or without a receipt,
- * the health records — and what the caller gets.
+ * the health records — and what the caller gets, and when: a JSON call's
+ * settlement and health wait for its scope to close, after the answer.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Layer, Stream } from "effect"
+import { Chunk, Effect, Exit, Layer, Scope, Stream } from "effect"
 import { AdmissionLive } from "../layers/admission/AdmissionLive.ts"
 import { RateLimitsMemory } from "../layers/admission/RateLimitStoreLive.ts"
 import { BillingLive } from "../layers/billing/BillingLive.ts"
@@ -106,6 +107,21 @@ describe("chat pipeline on doubles", () => {
       expect(types(world.ledger.bills[0]!.events ?? [])).toEqual(["provider.route", "privacy.class_served"])
       expect(world.events).toEqual([])
       expect(world.outcomes).toMatchObject([{ deployment: "primary/0", ok: true, outputTokens: 2, attempt: 1 }])
+    }).pipe(Effect.provide(world.layer))
+  })
+
+  it.live("hands the settlement to the ledger and records the attempt's health only as the caller's scope closes: after the answer", () => {
+    const world = pipeline([{ text: "hi there", usage: { input: 9, output: 2 } }])
+    return Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const { receipt } = yield* Scope.extend(Effect.flatMap(ChatGateway, (gateway) => gateway.complete(chatRequest({}), principal)), scope)
+      // The answer and its amounts are there; what it does not wait for is not done yet.
+      expect(receipt.cost.total).toBeGreaterThan(0n)
+      expect(world.ledger.log).toEqual([`reserve ${receipt.id}`])
+      expect(world.outcomes).toEqual([])
+      yield* Scope.close(scope, Exit.void)
+      expect(world.ledger.log).toEqual([`reserve ${receipt.id}`, `settle ${receipt.id}`])
+      expect(world.outcomes).toMatchObject([{ deployment: "primary/0", ok: true }])
     }).pipe(Effect.provide(world.layer))
   })
 

@@ -20,7 +20,7 @@ import { Cause, Effect, Exit, FiberRef, Layer, Option } from "effect"
 import { currentRequestId } from "../../services/ApiError.ts"
 import { AppConfig } from "../../services/Config.ts"
 import type { Principal } from "../../services/ApiKeys.ts"
-import { Billing, type Hold, type QueuedReceipt, type ServedCall, type Settlement } from "../../services/Billing.ts"
+import { type AfterAnswer, Billing, type Hold, type QueuedReceipt, type ServedCall, type Settlement } from "../../services/Billing.ts"
 import { type CallFacts, currentCall } from "../../services/CallStats.ts"
 import { DatabaseStatus } from "../../services/DatabaseStatus.ts"
 import { Ids } from "../../services/Ids.ts"
@@ -195,22 +195,21 @@ export const BillingLive = Layer.scoped(
      * (the call's answer does not depend on the balance after it); what the call records after its
      * settlement runs once the receipt is written, or once it is kept in the journal.
      */
-    const queued = (reservation: Reservation, bill: Bill, recordAfter: AfterSettle) =>
+    const queued = (reservation: Reservation, bill: Bill, recordAfter: AfterSettle, later: AfterAnswer | undefined) =>
       // One step of the call's fiber, not a generator of four: this runs on every billed call.
       Effect.withFiberRuntime<QueuedReceipt>((fiber) => {
         const settlement: QueuedReceipt = Object.assign(unwritten(reservation, bill), { queued: true as const })
         count(fiber.getFiberRef(currentCall), settlement)
-        return Effect.as(
-          ledger.settleQueued(reservation, bill, queue.track((answer) => {
-            // Written, and nothing to record after it: the hold has ended, with no fiber to run.
-            if (Exit.isSuccess(answer) && recordAfter === undefined) return void unfinished--
-            return Effect.flatMap(
-              Exit.isSuccess(answer) ? Effect.succeed<Settlement>(answer.value) : kept(reservation, bill, answer.cause),
-              (written) => recordAfter?.(written) ?? Effect.void
-            ).pipe(Effect.ensuring(finished))
-          })),
-          settlement
-        )
+        // Tracked from now: `settled` and `drained` wait for it even before it is handed over.
+        const handOver = ledger.settleQueued(reservation, bill, queue.track((answer) => {
+          // Written, and nothing to record after it: the hold has ended, with no fiber to run.
+          if (Exit.isSuccess(answer) && recordAfter === undefined) return void unfinished--
+          return Effect.flatMap(
+            Exit.isSuccess(answer) ? Effect.succeed<Settlement>(answer.value) : kept(reservation, bill, answer.cause),
+            (written) => recordAfter?.(written) ?? Effect.void
+          ).pipe(Effect.ensuring(finished))
+        }))
+        return Effect.as(later === undefined ? handOver : later(handOver), settlement)
       })
 
     const hold = (principal: Principal, amount: Nanos) =>
@@ -246,13 +245,13 @@ export const BillingLive = Layer.scoped(
       holdDuring: (principal, amount, work) =>
         during(principal, amount, work, (outcome) =>
           Effect.flatMap(hold(principal, amount), (held) => Effect.map(outcome, (result) => [held, result] as const))),
-      settle: (held, call, recordAfter) =>
+      settle: (held, call, recordAfter, later) =>
         Effect.suspend(() => {
           if (!end(held)) return Effect.dieMessage(`hold ${held.id} settled after it ended`)
           // The bill made at once: an Effect of its own only for the rare warning.
           const { bill, warning } = checkedBill(call, held.keyId)
           const settled = Effect.flatMap(database.isUp, (up): Effect.Effect<Settlement> =>
-            up ? queued(held.reservation, bill, recordAfter) : written(held.reservation, bill, recordAfter))
+            up ? queued(held.reservation, bill, recordAfter, later) : written(held.reservation, bill, recordAfter))
           return (warning === undefined ? settled : Effect.zipRight(warning, settled)).pipe(stageSpan("svc.billing.settle"))
         }),
       release,

@@ -6,12 +6,15 @@
  * The hold and the upstream request may run at once (Billing.withHoldDuring):
  * nothing is answered before the hold is taken.
  * A failed or abandoned call is not billed: its hold is released when its
- * scope closes. A stream fails over until its first chunk; after that a
+ * scope closes. A served JSON call is billed before it is answered, but what
+ * its answer does not wait for (the settlement's hand-over to the ledger, the
+ * attempt's health, the rate limits' correction) runs as the caller's scope
+ * closes, once the answer is written (docs/performance.md, item 73). A stream fails over until its first chunk; after that a
  * failure becomes an SSE error frame and what was delivered is billed. Every
  * response is relabelled with our completion id and the catalogue model id,
  * so nothing the caller sees names the upstream.
  */
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Scope } from "effect"
 import { Admission, type AdmittedChat } from "../../services/Admission.ts"
 import type { Principal } from "../../services/ApiKeys.ts"
 import { Billing } from "../../services/Billing.ts"
@@ -60,7 +63,11 @@ export const ChatGatewayLive = Layer.effect(
             principal,
             route.amount,
             upstream.complete(route.targets, call.request).pipe(Effect.catchAll(failed(call, route))),
-            (hold, answered) => endCompletion(completionServices, { admitted: call, route, hold }, answered)
+            (hold, answered) =>
+              // What the answer does not wait for runs as the caller's scope closes: once it is written.
+              Effect.flatMap(Effect.scope, (scope) =>
+                endCompletion(completionServices, { admitted: call, route, hold }, answered, undefined, (work) =>
+                  Scope.addFinalizer(scope, work)))
           )),
 
       stream: (sent, principal) =>

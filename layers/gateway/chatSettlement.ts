@@ -7,7 +7,7 @@
  */
 import { Effect } from "effect"
 import type { AdmittedChat } from "../../services/Admission.ts"
-import { type Billing, type Hold, isPending, type Settlement } from "../../services/Billing.ts"
+import { type AfterAnswer, type Billing, type Hold, isPending, type Settlement } from "../../services/Billing.ts"
 import type { CallRecorder } from "../../services/CallRecorder.ts"
 import type { Usage } from "../../services/Chat.ts"
 import type { Model } from "../../services/Catalogue.ts"
@@ -94,7 +94,8 @@ const asAttempt = (log: AttemptLog): Attempt => ({
  * Settles a served call: bills it from the hold, then keeps its text when its class allows. The
  * caller's answer does not depend on the text being kept: a call settled into the journal (the
  * database away) keeps none, and a failure to keep it is logged, or, in an outage, left to the
- * one line `DatabaseStatus` writes.
+ * one line `DatabaseStatus` writes. Given `later`, the settlement's hand-over and the rate
+ * limits' correction go there.
  */
 export const settleChat = (
   services: {
@@ -105,7 +106,8 @@ export const settleChat = (
   call: { readonly admitted: AdmittedChat; readonly route: Route; readonly hold: Hold },
   answered: Answered<unknown>,
   served: { readonly usage: TokenUsage; readonly attempts: ReadonlyArray<AttemptLog>; readonly completion: TranscriptCompletion },
-  options: BillOptions = CHAT
+  options: BillOptions = CHAT,
+  later?: AfterAnswer
 ): Effect.Effect<Settlement> => {
   const { admitted, hold, route } = call
   const { deployment, model } = answered.target
@@ -132,7 +134,10 @@ export const settleChat = (
       Effect.catchAllCause((cause) =>
         isDatabaseOutage(cause) ? Effect.void : Effect.logError("transcript not kept", cause)
       )
-    )).pipe(
-    Effect.tap(() => admitted.rateLimit?.settle(served.usage.inputTokens + served.usage.outputTokens) ?? Effect.void)
+    ), later).pipe(
+    Effect.tap(() => {
+      const correction = admitted.rateLimit?.settle(served.usage.inputTokens + served.usage.outputTokens)
+      return correction === undefined ? Effect.void : later === undefined ? correction : later(correction)
+    })
   )
 }

@@ -3,11 +3,14 @@
  * health, the bill settled from the hold, and the completion relabelled for
  * the caller — our id, the catalogue model, the usage as billed and the
  * privacy block of the class that served it. Uninterruptible: an answer that
- * came back is billed. Chat completions and agent runs end the same way.
+ * came back is billed. Chat completions and agent runs end the same way; a
+ * chat completion gives `later`, so what its answer does not wait for (the
+ * attempt's health, the settlement's hand-over, the rate limits' correction)
+ * runs once the answer is written.
  */
 import { Effect } from "effect"
 import type { AdmittedChat } from "../../services/Admission.ts"
-import type { Hold } from "../../services/Billing.ts"
+import type { AfterAnswer, Hold } from "../../services/Billing.ts"
 import type { Ids } from "../../services/Ids.ts"
 import type { Pricing } from "../../services/Pricing.ts"
 import type { PrivacyPolicy } from "../../services/PrivacyPolicy.ts"
@@ -28,22 +31,24 @@ export const endCompletion = (
   services: CompletionServices,
   call: { readonly admitted: AdmittedChat; readonly route: Route; readonly hold: Hold },
   answered: Answered<UpstreamCompletion>,
-  options?: BillOptions
+  options?: BillOptions,
+  later?: AfterAnswer
 ) => {
   const completion = answered.value
   const usage = completion.usage ?? countedUsage(services.pricing, call.admitted.inputTokens, completion)
   const { deployment, model } = answered.target
-  return services.upstream.served(answered, {
+  const served = services.upstream.served(answered, {
     ok: true,
     latencyMs: answered.attempts.at(-1)!.latencyMs,
     // A figure billing will set aside says nothing of throughput.
     outputTokens: isTokenCount(usage.completion_tokens) ? usage.completion_tokens : 0
-  }).pipe(
+  })
+  return (later === undefined ? served : later(served)).pipe(
     Effect.zipRight(settleChat(services, call, answered, {
       usage: fromUsage(usage),
       attempts: answered.attempts,
       completion: completionText(completion)
-    }, options)),
+    }, options, later)),
     Effect.map((receipt) => ({
       completion: {
         ...completion,
