@@ -9,7 +9,8 @@
  * scope closes. A served JSON call is billed before it is answered, but what
  * its answer does not wait for (the settlement's hand-over to the ledger, the
  * attempt's health, the rate limits' correction) runs as the caller's scope
- * closes, once the answer is written (docs/performance.md, item 73). A stream fails over until its first chunk; after that a
+ * closes, once the answer is written (docs/performance.md, item 73). A
+ * stream fails over until its first chunk; after that a
  * failure becomes an SSE error frame and what was delivered is billed. Every
  * response is relabelled with our completion id and the catalogue model id,
  * so nothing the caller sees names the upstream.
