@@ -5,8 +5,11 @@ import type { Job, Result } from "./load.ts"
 
 export const children: Array<ChildProcess> = []
 
+/** Where a bench sends its load: a server's address and key (or keys, one account each, taken in turn). */
+export type LoadTarget = { readonly url: string; readonly key?: string; readonly keys?: ReadonlyArray<string> }
+
 /** A bench server (bench/servers.ts) as its parent holds it, and how a bench starts one. */
-export type Server = { readonly child: ChildProcess; readonly url: string; readonly key?: string; readonly keys?: ReadonlyArray<string> }
+export type Server = LoadTarget & { readonly child: ChildProcess }
 export type StartServer = (args: Array<string>, execArgv?: Array<string>) => Promise<Server>
 
 /**
@@ -56,9 +59,6 @@ export const median = (xs: ReadonlyArray<number>) => {
 
 /** The request bodies a bench sends: a JSON chat call and the same call streamed. */
 export type Bodies = { readonly json: string; readonly stream: string }
-
-/** Where a bench sends its load: a server's address and key. */
-export type LoadTarget = { readonly url: string; readonly key?: string; readonly keys?: ReadonlyArray<string> }
 
 /** One run of the load generator (bench/load.ts) against `server`: `concurrency` requests in flight for `seconds`. */
 export const loadWith = (loader: ChildProcess) => (server: LoadTarget, body: string, concurrency: number, seconds: number) => {

@@ -36,8 +36,8 @@ const run = async (job: Job): Promise<Result> => {
     "content-type": "application/json",
     ...(key === undefined ? {} : { authorization: `Bearer ${key}` })
   })
-  const keyed = (job.keys ?? []).map(headersOf)
-  const single = headersOf(job.key)
+  // One set of headers per key, taken in turn.
+  const keyed = (job.keys ?? [job.key]).map(headersOf)
   let sent = 0
   const latencies: Array<number> = []
   const firstBytes: Array<number> = []
@@ -48,7 +48,7 @@ const run = async (job: Job): Promise<Result> => {
     while (performance.now() < end) {
       const t0 = performance.now()
       try {
-        const headers = keyed.length === 0 ? single : keyed[sent++ % keyed.length]!
+        const headers = keyed[sent++ % keyed.length]!
         const response = await pool.request({ method: "POST", path: "/v1/chat/completions", headers, body: job.body })
         let firstByte = NaN
         for await (const _ of response.body) {

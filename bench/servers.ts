@@ -137,9 +137,8 @@ const startBenchGateway = async (upstreamBaseUrl: string, variant?: Variant) => 
   const { key } = await gateway.account({ credit: "1000000" })
   const { key: brokeKey } = await gateway.account({ credit: "0" })
   // BENCH_ACCOUNTS=n: n accounts, a key each, for loads that spread calls over many tenants (bench/pair.ts).
-  const others = Number(process.env.BENCH_ACCOUNTS ?? 1) - 1
-  const keys = others < 1 ? undefined : [key]
-  for (let i = 0; i < others; i++) keys!.push((await gateway.account({ credit: "1000000" })).key)
+  const keys = [key]
+  while (keys.length < Number(process.env.BENCH_ACCOUNTS ?? 1)) keys.push((await gateway.account({ credit: "1000000" })).key)
   return {
     url: gateway.url,
     key,

@@ -16,14 +16,17 @@ import type { Attempt, CallEvent, LineItem, Receipt, Reservation } from "./Ledge
 import type { Nanos } from "./Money.ts"
 import type { Estimate, TokenUsage } from "./Pricing.ts"
 
-/** Money held for a call in flight. */
-
 /**
  * Where a call puts work its answer does not wait for (the settlement's hand-over to the ledger,
  * the attempt's health, the rate limits' correction): the chat gateway adds it to the caller's
  * scope, which closes once the answer is written, even for a caller that left.
  */
 export type AfterAnswer = (work: Effect.Effect<void>) => Effect.Effect<void>
+
+/** No later: the work runs at once, in its place (agent runs, and every caller that gives none). */
+export const atOnce: AfterAnswer = (work) => work
+
+/** Money held for a call in flight. */
 export interface Hold {
   /** Also the id of the receipt the call will get. */
   readonly id: string

@@ -20,7 +20,7 @@ import { Cause, Effect, Exit, FiberRef, Layer, Option } from "effect"
 import { currentRequestId } from "../../services/ApiError.ts"
 import { AppConfig } from "../../services/Config.ts"
 import type { Principal } from "../../services/ApiKeys.ts"
-import { type AfterAnswer, Billing, type Hold, type QueuedReceipt, type ServedCall, type Settlement } from "../../services/Billing.ts"
+import { type AfterAnswer, atOnce, Billing, type Hold, type QueuedReceipt, type ServedCall, type Settlement } from "../../services/Billing.ts"
 import { type CallFacts, currentCall } from "../../services/CallStats.ts"
 import { DatabaseStatus } from "../../services/DatabaseStatus.ts"
 import { Ids } from "../../services/Ids.ts"
@@ -195,7 +195,7 @@ export const BillingLive = Layer.scoped(
      * (the call's answer does not depend on the balance after it); what the call records after its
      * settlement runs once the receipt is written, or once it is kept in the journal.
      */
-    const queued = (reservation: Reservation, bill: Bill, recordAfter: AfterSettle, later: AfterAnswer | undefined) =>
+    const queued = (reservation: Reservation, bill: Bill, recordAfter: AfterSettle, later: AfterAnswer) =>
       // One step of the call's fiber, not a generator of four: this runs on every billed call.
       Effect.withFiberRuntime<QueuedReceipt>((fiber) => {
         const settlement: QueuedReceipt = Object.assign(unwritten(reservation, bill), { queued: true as const })
@@ -209,7 +209,7 @@ export const BillingLive = Layer.scoped(
             (written) => recordAfter?.(written) ?? Effect.void
           ).pipe(Effect.ensuring(finished))
         }))
-        return Effect.as(later === undefined ? handOver : later(handOver), settlement)
+        return Effect.as(later(handOver), settlement)
       })
 
     const hold = (principal: Principal, amount: Nanos) =>
@@ -245,7 +245,7 @@ export const BillingLive = Layer.scoped(
       holdDuring: (principal, amount, work) =>
         during(principal, amount, work, (outcome) =>
           Effect.flatMap(hold(principal, amount), (held) => Effect.map(outcome, (result) => [held, result] as const))),
-      settle: (held, call, recordAfter, later) =>
+      settle: (held, call, recordAfter, later = atOnce) =>
         Effect.suspend(() => {
           if (!end(held)) return Effect.dieMessage(`hold ${held.id} settled after it ended`)
           // The bill made at once: an Effect of its own only for the rare warning.

@@ -111,22 +111,17 @@ export const slicedCount = (text: string, maxPiece = MAX_PIECE): number => {
 /** The counts this process remembers (a count is a pure function of its text: one cache serves all). */
 const REMEMBERED = makeCountCache()
 
-/** A text's remembered count, if any, and how to remember it once counted (a short text: never). */
-const recall = (text: string, cache: CountCache) => {
-  const key = cache.keyOf(text)
-  return {
-    known: key === undefined ? undefined : cache.get(key),
-    remember: (tokens: number) => {
-      if (key !== undefined) cache.set(key, tokens)
-      return tokens
-    }
-  }
+/** `tokens`, remembered under `key` when the text has one (a short text has none). */
+const remembered = (cache: CountCache, key: string | undefined, tokens: number) => {
+  if (key !== undefined) cache.set(key, tokens)
+  return tokens
 }
 
-/** `slicedCount`, remembered for a long text. */
+/** `slicedCount`, remembered for a long text; a short one (every call has some) allocates nothing here. */
 const rememberedCount = (text: string, cache: CountCache): number => {
-  const { known, remember } = recall(text, cache)
-  return known ?? remember(slicedCount(text))
+  const key = cache.keyOf(text)
+  if (key === undefined) return slicedCount(text)
+  return cache.get(key) ?? remembered(cache, key, slicedCount(text))
 }
 
 /**
@@ -183,13 +178,14 @@ export const fairCounter = (budget = MAX_EXACT_BYTES, cache = REMEMBERED): (text
       if (bytes > left) return Effect.succeed(bytes)
       left -= bytes
       // A text remembered needs no turns, however long.
-      const { known, remember } = recall(text, cache)
+      const key = cache.keyOf(text)
+      const known = key === undefined ? undefined : cache.get(key)
       if (known !== undefined) return Effect.succeed(known)
       const segments = segmentsOf(text)
-      if (segments.length === 1) return Effect.succeed(remember(slicedCount(text)))
+      if (segments.length === 1) return Effect.succeed(remembered(cache, key, slicedCount(text)))
       return Effect.map(
         Effect.reduce(segments, 0, (sum, segment) => Effect.as(eventLoopTurn, sum + slicedCount(segment))),
-        remember
+        (tokens) => remembered(cache, key, tokens)
       )
     })
 }

@@ -7,7 +7,7 @@
  */
 import { Effect } from "effect"
 import type { AdmittedChat } from "../../services/Admission.ts"
-import { type AfterAnswer, type Billing, type Hold, isPending, type Settlement } from "../../services/Billing.ts"
+import { type AfterAnswer, atOnce, type Billing, type Hold, isPending, type Settlement } from "../../services/Billing.ts"
 import type { CallRecorder } from "../../services/CallRecorder.ts"
 import type { Usage } from "../../services/Chat.ts"
 import type { Model } from "../../services/Catalogue.ts"
@@ -107,7 +107,7 @@ export const settleChat = (
   answered: Answered<unknown>,
   served: { readonly usage: TokenUsage; readonly attempts: ReadonlyArray<AttemptLog>; readonly completion: TranscriptCompletion },
   options: BillOptions = CHAT,
-  later?: AfterAnswer
+  later: AfterAnswer = atOnce
 ): Effect.Effect<Settlement> => {
   const { admitted, hold, route } = call
   const { deployment, model } = answered.target
@@ -137,7 +137,7 @@ export const settleChat = (
     ), later).pipe(
     Effect.tap(() => {
       const correction = admitted.rateLimit?.settle(served.usage.inputTokens + served.usage.outputTokens)
-      return correction === undefined ? Effect.void : later === undefined ? correction : later(correction)
+      return correction === undefined ? Effect.void : later(correction)
     })
   )
 }

@@ -10,7 +10,7 @@
  */
 import { Effect } from "effect"
 import type { AdmittedChat } from "../../services/Admission.ts"
-import type { AfterAnswer, Hold } from "../../services/Billing.ts"
+import { type AfterAnswer, atOnce, type Hold } from "../../services/Billing.ts"
 import type { Ids } from "../../services/Ids.ts"
 import type { Pricing } from "../../services/Pricing.ts"
 import type { PrivacyPolicy } from "../../services/PrivacyPolicy.ts"
@@ -32,18 +32,17 @@ export const endCompletion = (
   call: { readonly admitted: AdmittedChat; readonly route: Route; readonly hold: Hold },
   answered: Answered<UpstreamCompletion>,
   options?: BillOptions,
-  later?: AfterAnswer
+  later: AfterAnswer = atOnce
 ) => {
   const completion = answered.value
   const usage = completion.usage ?? countedUsage(services.pricing, call.admitted.inputTokens, completion)
   const { deployment, model } = answered.target
-  const served = services.upstream.served(answered, {
+  return later(services.upstream.served(answered, {
     ok: true,
     latencyMs: answered.attempts.at(-1)!.latencyMs,
     // A figure billing will set aside says nothing of throughput.
     outputTokens: isTokenCount(usage.completion_tokens) ? usage.completion_tokens : 0
-  })
-  return (later === undefined ? served : later(served)).pipe(
+  })).pipe(
     Effect.zipRight(settleChat(services, call, answered, {
       usage: fromUsage(usage),
       attempts: answered.attempts,
