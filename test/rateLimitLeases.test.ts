@@ -9,7 +9,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Scope, TestClock, TestContext } from "effect"
 import fc from "fast-check"
-import { RateLimiterLive, SWEEP_MS } from "../layers/admission/RateLimiterLive.ts"
+import { IDLE_SWEEPS, RateLimiterLive, SWEEP_MS } from "../layers/admission/RateLimiterLive.ts"
 import { RateLimitStoreMemory } from "../layers/admission/RateLimitStoreMemory.ts"
 import type { Principal } from "../services/ApiKeys.ts"
 import { currentRateLimits, RateLimiter, type RateLimitStatus, RateLimitStore } from "../services/RateLimiter.ts"
@@ -71,12 +71,36 @@ describe("rate-limit leases", () => {
       expect(ops.count).toBeLessThanOrEqual(5)
       expect(status.requests?.remaining).toBe(100_000 - 90)
       expect(net.get(`${caller.keyId}:rpm`)).toBeGreaterThan(90)
-      // Idle for two sweeps: the lease's tokens, its refunds included, are back in the store.
-      yield* TestClock.adjust(SWEEP_MS * 2)
+      // Idle for IDLE_SWEEPS sweeps and one more look: the lease's tokens, its refunds included, are back in the store.
+      yield* TestClock.adjust(SWEEP_MS * (IDLE_SWEEPS + 1))
       // What goes back lingers a moment for a next count to go with, then goes alone.
       yield* TestClock.adjust(100)
       expect(net.get(`${caller.keyId}:rpm`)).toBe(90)
       expect(net.get(`${caller.keyId}:tpm`)).toBe(90 * 4)
+    }))
+
+  it.scoped("a key called every few seconds keeps its lease and an account its idle permit: no store operation until they idle longer", () =>
+    Effect.gen(function*() {
+      const { ops, store } = counting(yield* sharedStore)
+      const limiter = yield* limiterOn(store)
+      const caller = key({ rpm: 100_000, tpm: 10_000_000, concurrency: 32 })
+      const call = Effect.flatMap(Effect.scoped(limiter.admit(caller, 10)), (ticket) => ticket.settle(4))
+      // The first count sees the buckets, the second takes a lease; the first permit is kept idle.
+      yield* call
+      yield* call
+      const before = { ...ops }
+      // A call every 4 s, for 20 s.
+      for (let i = 0; i < 5; i++) {
+        yield* TestClock.adjust(4_000)
+        yield* call
+      }
+      expect(ops).toEqual(before)
+      // Idle past IDLE_SWEEPS sweeps: both go back, so the next call asks the store for each.
+      yield* TestClock.adjust(SWEEP_MS * (IDLE_SWEEPS + 1) + 100)
+      const returned = { ...ops }
+      yield* call
+      expect(ops.permits).toBe(returned.permits + 1)
+      expect(ops.count).toBe(returned.count + 1)
     }))
 
   it.scoped("near a limit a lease is at most a sixteenth of what is left: one process admits exactly the limit, another is refused only for what the first holds", () =>
@@ -94,12 +118,12 @@ describe("rate-limit leases", () => {
       const second = yield* calls(other, 30)
       expect(second).toBeGreaterThanOrEqual(18)
       expect(second).toBeLessThanOrEqual(20)
-      // Once the first has been idle for a sweep or two, what it held is the other's to take, and no more
+      // Once the first has been idle long enough, what it held is the other's to take, and no more
       // than the limit and what the bucket refilled meanwhile is ever admitted.
-      yield* TestClock.adjust(SWEEP_MS * 2)
+      yield* TestClock.adjust(SWEEP_MS * (IDLE_SWEEPS + 1))
       yield* TestClock.adjust(100)
-      const refill = Math.floor(40 * (SWEEP_MS * 2 + 100) / 60_000)
-      expect(yield* calls(other, 5)).toBe(20 - second + refill)
+      const refill = Math.floor(40 * (SWEEP_MS * (IDLE_SWEEPS + 1) + 100) / 60_000)
+      expect(yield* calls(other, 10)).toBe(20 - second + refill)
       expect(yield* calls(one, 60)).toBe(0)
     }))
 
@@ -153,7 +177,7 @@ describe("rate-limit leases", () => {
       const scope = yield* Scope.make()
       for (let i = 0; i < 31; i++) yield* Scope.extend(other.admit(caller, 0), scope)
       yield* Effect.flip(Effect.scoped(other.admit(caller, 0)))
-      yield* TestClock.adjust(SWEEP_MS * 2 + 100)
+      yield* TestClock.adjust(SWEEP_MS * (IDLE_SWEEPS + 1) + 100)
       yield* Scope.extend(other.admit(caller, 0), scope)
       yield* Effect.flip(Effect.scoped(one.admit(caller, 0)))
       yield* Scope.close(scope, Exit.void)

@@ -42,8 +42,14 @@ const MAX_BATCH = 64
  */
 const LINGER_MS = 50
 
-/** How often leases (of tokens and of permits) not used since the last look go back to the store. */
+/** How often leases (of tokens and of permits) are looked at. */
 export const SWEEP_MS = 1000
+
+/**
+ * Sweeps a key's lease of tokens (an account's idle permits) may go unused before it goes back to
+ * the store: a key called every few seconds keeps its lease, and its calls need no store operation.
+ */
+export const IDLE_SWEEPS = 5
 
 /** A step of a key's count, with the buckets it is counted against. */
 interface Counted {
@@ -123,7 +129,7 @@ export const RateLimiterLive = Layer.scoped(
         }).pipe(Effect.catchAllCause(() => Effect.void)) // the refusal stands even if the log cannot be written
       })
 
-    const permits = yield* makePermits(store, leaseMs, LINGER_MS, SWEEP_MS)
+    const permits = yield* makePermits(store, leaseMs, LINGER_MS, SWEEP_MS, IDLE_SWEEPS)
     /** One of the account's concurrent-call permits, held until the scope closes. */
     const permit = (principal: Principal, accountId: string, cap: number) =>
       Effect.flatMap(permits.hold(accountId, cap), (held) =>
@@ -168,7 +174,7 @@ export const RateLimiterLive = Layer.scoped(
       LINGER_MS
     )
 
-    const leases = makeCountLeases()
+    const leases = makeCountLeases(IDLE_SWEEPS)
     /** Counts what a call's lease did not cover (`rest`), leasing more calls' worth like `amounts` far from the limits. */
     const take = (key: string, lease: KeyLease, amounts: ReadonlyArray<number>, rest: ReadonlyArray<number>) =>
       Effect.gen(function*() {

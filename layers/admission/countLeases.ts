@@ -4,8 +4,8 @@
  * worth, and at most a sixteenth of what each bucket was last seen holding);
  * the process's next calls of the key are admitted from that lease without a
  * store operation, and their token corrections settle against it. What a
- * lease has left goes back to the store once the key has been idle for a
- * sweep, and when the process stops. Nothing is admitted that the store did
+ * lease has left goes back to the store once the key has been idle for
+ * `idleSweeps` sweeps, and when the process stops. Nothing is admitted that the store did
  * not grant, so a key's limits are never exceeded; near them no lease is
  * taken and counting is exact, call by call (docs/architecture.md).
  */
@@ -33,8 +33,8 @@ export interface KeyLease {
   owes: boolean
   /** A call's tokens as corrections found them lately, per bucket (0 for a bucket never corrected). */
   readonly spent: Array<number>
-  /** Used since the last sweep. */
-  used: boolean
+  /** Sweeps since it was last used. */
+  unusedSweeps: number
 }
 
 /** Takes what it can of `need` from the lease (nothing while it owes); answers what it took, per bucket. */
@@ -98,31 +98,28 @@ export const visible = (lease: KeyLease, i: number, nowMs: number) => {
   return Math.min(bucket.limit, stored + lease.left[i]!)
 }
 
-/** The leases of this process, per key and limits. */
-export const makeCountLeases = () => {
+/** The leases of this process, per key and limits: a lease goes back after `idleSweeps` sweeps unused. */
+export const makeCountLeases = (idleSweeps: number) => {
   const leases = new Map<string, KeyLease>()
   return {
     of: (key: string, buckets: ReadonlyArray<Bucket>): KeyLease => {
       let lease = leases.get(key)
       if (lease === undefined) {
         lease = { buckets, left: buckets.map(() => 0), seen: undefined, seenAtMs: 0, refilling: false, active: false,
-          owes: false, spent: buckets.map(() => 0), used: true }
+          owes: false, spent: buckets.map(() => 0), unusedSweeps: 0 }
         leases.set(key, lease)
       }
-      lease.used = true
+      lease.unusedSweeps = 0
       return lease
     },
     /**
-     * Ends the leases of keys not used since the last sweep (all of them when `all`): answers, per
-     * lease, the tokens it had left, to give back to the store. A key idle for two sweeps is forgotten.
+     * Ends the leases of keys not used for `idleSweeps` sweeps (all of them when `all`): answers, per
+     * lease, the tokens it had left, to give back to the store. An ended lease with nothing left is forgotten.
      */
     sweep: (all: boolean) => {
       const ended: Array<{ readonly key: string; readonly buckets: ReadonlyArray<Bucket>; readonly left: ReadonlyArray<number> }> = []
       for (const [key, lease] of leases) {
-        if (lease.used && !all) {
-          lease.used = false
-          continue
-        }
+        if (!all && lease.unusedSweeps++ < idleSweeps) continue
         lease.active = false
         if (lease.left.some((tokens) => tokens !== 0)) {
           ended.push({ key, buckets: lease.buckets, left: [...lease.left] })

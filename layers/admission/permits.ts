@@ -13,7 +13,7 @@
  * this process, which then needs no store operation: a process keeps up to a
  * sixteenth of an account's cap (none under a cap of 16, so small caps are
  * exact), held and renewed as in use, and gives back those of an account
- * idle for a sweep, and all of them when it stops.
+ * idle for `idleSweeps` sweeps, and all of them when it stops.
  */
 import { randomUUID } from "node:crypto"
 import { Clock, Context, Effect, Exit, Scope } from "effect"
@@ -42,22 +42,23 @@ interface Held {
 
 /** An account's permits this process keeps idle for its next calls. */
 interface Spares {
-  readonly idle: Array<Held>
+  readonly permits: Array<Held>
   /** The cap they were kept under: a call under another cap (the setting changed) gives them back. */
   readonly cap: number
-  /** Used since the last sweep. */
-  used: boolean
+  /** Sweeps since they were last used. */
+  unusedSweeps: number
 }
 
 /**
  * `hold(account, cap)`: whether the account had room for one more call; a permit granted is held until
- * the scope closes. Idle permits go back every `sweepMs` when unused.
+ * the scope closes. Idle permits go back once unused for `idleSweeps` sweeps (every `sweepMs`).
  */
 export const makePermits = (
   store: RateLimitStore["Type"],
   leaseMs: number,
   lingerMs: number,
-  sweepMs: number
+  sweepMs: number,
+  idleSweeps: number
 ): Effect.Effect<
   { readonly hold: (accountId: string, cap: number) => Effect.Effect<boolean, StoreUnavailable, Scope.Scope> },
   never,
@@ -97,15 +98,14 @@ export const makePermits = (
     /** Gives back every idle permit of the account. */
     const dropSpares = (accountId: string, pool: Spares) => {
       spares.delete(accountId)
-      return Effect.forEach(pool.idle, (entry) => giveBack(accountId, entry, pool.cap), { discard: true })
+      return Effect.forEach(pool.permits, (entry) => giveBack(accountId, entry, pool.cap), { discard: true })
     }
-    /** Gives back the idle permits of accounts not used since the last sweep (every idle one when `all`). */
+    /** Gives back the idle permits of accounts not used for `idleSweeps` sweeps (every idle one when `all`). */
     const sweep = (all: boolean) =>
       Effect.suspend(() => {
         const back: Array<Effect.Effect<void>> = []
         for (const [accountId, pool] of spares) {
-          if (pool.used && !all) pool.used = false
-          else back.push(dropSpares(accountId, pool))
+          if (all || pool.unusedSweeps++ >= idleSweeps) back.push(dropSpares(accountId, pool))
         }
         return Effect.all(back, { discard: true })
       })
@@ -117,13 +117,13 @@ export const makePermits = (
       entry === undefined ? Effect.void : Effect.suspend(() => {
         const kept = Math.floor(cap / SPARE_SHARE)
         const pool = spares.get(accountId)
-        if (kept === 0 || (pool !== undefined && (pool.cap !== cap || pool.idle.length >= kept))) {
+        if (kept === 0 || (pool !== undefined && (pool.cap !== cap || pool.permits.length >= kept))) {
           return giveBack(accountId, entry, cap)
         }
-        if (pool === undefined) spares.set(accountId, { idle: [entry], cap, used: true })
+        if (pool === undefined) spares.set(accountId, { permits: [entry], cap, unusedSweeps: 0 })
         else {
-          pool.idle.push(entry)
-          pool.used = true
+          pool.permits.push(entry)
+          pool.unusedSweeps = 0
         }
         return Effect.void
       })
@@ -151,9 +151,9 @@ export const makePermits = (
     const hold = (accountId: string, cap: number): Effect.Effect<boolean, StoreUnavailable, Scope.Scope> =>
       Effect.uninterruptible(Effect.withFiberRuntime((fiber) => {
         const pool = spares.get(accountId)
-        const spare = pool?.cap === cap ? pool.idle.pop() : undefined
+        const spare = pool?.cap === cap ? pool.permits.pop() : undefined
         if (spare === undefined) return asked(accountId, cap, pool)
-        pool!.used = true
+        pool!.unusedSweeps = 0
         return Effect.as(Scope.addFinalizer(Context.unsafeGet(fiber.currentContext, Scope.Scope), ended(accountId, cap, spare)), true)
       }))
 
