@@ -5,9 +5,9 @@
  * the process's next calls of the key are admitted from that lease without a
  * store operation, and their token corrections settle against it. What a
  * lease has left goes back to the store once the key has been idle for
- * `idleSweeps` sweeps, and when the process stops. Nothing is admitted that the store did
- * not grant, so a key's limits are never exceeded; near them no lease is
- * taken and counting is exact, call by call (docs/architecture.md).
+ * `idleSweeps` sweeps, and when the process stops. Nothing is admitted that
+ * the store did not grant, so a key's limits are never exceeded; near them
+ * no lease is taken and counting is exact, call by call (docs/architecture.md).
  */
 import type { Bucket, Taken } from "../../services/RateLimiter.ts"
 import { refilled } from "./tokenBucket.ts"

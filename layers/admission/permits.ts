@@ -105,7 +105,8 @@ export const makePermits = (
       Effect.suspend(() => {
         const back: Array<Effect.Effect<void>> = []
         for (const [accountId, pool] of spares) {
-          if (all || pool.unusedSweeps++ >= idleSweeps) back.push(dropSpares(accountId, pool))
+          if (!all && pool.unusedSweeps++ < idleSweeps) continue
+          back.push(dropSpares(accountId, pool))
         }
         return Effect.all(back, { discard: true })
       })
