@@ -7,7 +7,7 @@
  * a store, no more are admitted than the limits allow.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Exit, Layer, Scope, TestClock, TestContext } from "effect"
+import { Context, Effect, Exit, Fiber, Layer, Option, Scope, TestClock, TestContext } from "effect"
 import fc from "fast-check"
 import { IDLE_SWEEPS, RateLimiterLive, SWEEP_MS } from "../layers/admission/RateLimiterLive.ts"
 import { RateLimitStoreMemory } from "../layers/admission/RateLimitStoreMemory.ts"
@@ -62,6 +62,8 @@ describe("rate-limit leases", () => {
       const caller = key({ rpm: 100_000, tpm: 10_000_000 })
       const status: RateLimitStatus = {}
       for (let i = 0; i < 90; i++) {
+        // Each call on its own, as requests come: a lease taken again in the background gets its turn.
+        yield* Effect.yieldNow()
         const ticket = yield* Effect.scoped(Effect.locally(limiter.admit(caller, 10), currentRateLimits, status))
         // Each call used 4 of the 10 tokens it was counted for.
         yield* ticket.settle(4)
@@ -101,6 +103,43 @@ describe("rate-limit leases", () => {
       yield* call
       expect(ops.permits).toBe(returned.permits + 1)
       expect(ops.count).toBe(returned.count + 1)
+    }))
+
+  it.scoped("a busy key's lease is taken again before it runs dry: with a store 100 ms away, no call waits for it", () =>
+    Effect.gen(function*() {
+      const base = yield* sharedStore
+      const slow: RateLimitStore["Type"] = {
+        ...base,
+        count: (buckets, steps, nowMs) => Effect.zipRight(Effect.sleep(100), base.count(buckets, steps, nowMs))
+      }
+      const { ops, store } = counting(slow)
+      // Its own scope, closed below with the clock moving: what it gives back as it stops waits for the slow store.
+      const scope = yield* Scope.make()
+      const limiter = yield* Scope.extend(limiterOn(store), scope)
+      const caller = key({ rpm: 100_000, tpm: 10_000_000 })
+      const turns = Effect.repeatN(Effect.yieldNow(), 5)
+      /** A call, and whether it had to wait for the store (the clock is moved on until it is answered). */
+      const call = Effect.gen(function*() {
+        const admitted = yield* Effect.fork(Effect.scoped(limiter.admit(caller, 10)))
+        yield* turns
+        const waited = Option.isNone(yield* Fiber.poll(admitted))
+        while (Option.isNone(yield* Fiber.poll(admitted))) yield* Effect.zipRight(TestClock.adjust(100), turns)
+        return waited
+      })
+      // The first count sees the buckets and the second takes a lease: both wait for the store.
+      expect([yield* call, yield* call]).toEqual([true, true])
+      // Then a call every 20 ms: each is admitted at once, while the lease is taken again behind them.
+      let waited = 0
+      for (let i = 0; i < 150; i++) {
+        if (yield* call) waited++
+        yield* Effect.zipRight(TestClock.adjust(20), turns)
+      }
+      expect(waited).toBe(0)
+      // About one count per lease of 32 calls, not one per call.
+      expect(ops.count).toBeGreaterThanOrEqual(2 + 4)
+      expect(ops.count).toBeLessThanOrEqual(2 + 6)
+      const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+      while (Option.isNone(yield* Fiber.poll(closing))) yield* Effect.zipRight(TestClock.adjust(100), turns)
     }))
 
   it.scoped("near a limit a lease is at most a sixteenth of what is left: one process admits exactly the limit, another is refused only for what the first holds", () =>

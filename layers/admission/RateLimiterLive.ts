@@ -9,7 +9,7 @@
  * when its scope closes; a process that dies leaves permits that expire.
  * The bootstrap operator key (no account) is never limited.
  */
-import { Clock, Context, DefaultServices, Effect, Exit, Layer, Option } from "effect"
+import { Clock, Context, DefaultServices, Effect, Exit, FiberSet, Layer, Option } from "effect"
 import { RateLimited, ServiceUnavailable } from "../../services/ApiError.ts"
 import type { Principal } from "../../services/ApiKeys.ts"
 import { AppConfig } from "../../services/Config.ts"
@@ -22,12 +22,12 @@ import {
   MAX_LIMIT,
   RateLimiter,
   type RateLimitTicket,
-  RateLimitStore,
-  type StoreUnavailable
+  RateLimitStore
 } from "../../services/RateLimiter.ts"
 import { makeSerialBatches } from "../storage/serialBatches.ts"
-import { claim, covers, type KeyLease, leaseCalls, makeCountLeases, perCall, seen, settle, unclaim, visible } from "./countLeases.ts"
+import { claim, covers, type KeyLease, leaseCalls, makeCountLeases, perCall, runsLow, seen, settle, unclaim, visible } from "./countLeases.ts"
 import { makePermits } from "./permits.ts"
+import { outageLog } from "./storeOutageLog.ts"
 import { msUntil, windowState } from "./tokenBucket.ts"
 
 const MINUTE_MS = 60_000
@@ -41,6 +41,9 @@ const MAX_BATCH = 64
  * before it is counted alone. Other processes see it that much later.
  */
 const LINGER_MS = 50
+
+/** A busy key's lease is taken again, in the background, once it covers fewer calls than this. */
+const REFILL_BELOW_CALLS = 8
 
 /** How often leases (of tokens and of permits) are looked at. */
 export const SWEEP_MS = 1000
@@ -70,23 +73,6 @@ interface KeyLimits {
   readonly tokens: Bucket | undefined
   readonly buckets: ReadonlyArray<Bucket>
   readonly batchKey: string
-}
-
-/** Says once when the store becomes unreachable and once when it is back, not on every call in between. */
-const outageLog = () => {
-  let down = false
-  return {
-    failed: (error: StoreUnavailable) =>
-      Effect.zipRight(
-        down ? Effect.void : Effect.logWarning(
-          `rate-limit store unavailable: ${String((error.cause as Error)?.message ?? error.cause).slice(0, 200)}`
-        ),
-        Effect.sync(() => void (down = true))
-      ),
-    succeeded: Effect.suspend(() =>
-      down ? Effect.zipRight(Effect.logWarning("rate-limit store is back"), Effect.sync(() => void (down = false))) : Effect.void
-    )
-  }
 }
 
 /** A token count as a whole number within bounds; `otherwise` for one that is not a number at all. */
@@ -175,28 +161,53 @@ export const RateLimiterLive = Layer.scoped(
     )
 
     const leases = makeCountLeases(IDLE_SWEEPS)
+    /**
+     * Takes `calls` calls' worth (`worth` each) more for the lease, with `rest` (what a call still needs
+     * counted) in the same step; the lease holds them if the store granted the whole.
+     */
+    const leaseMore = (key: string, lease: KeyLease, worth: ReadonlyArray<number>, calls: number, rest: ReadonlyArray<number>) =>
+      Effect.gen(function*() {
+        lease.refilling = true
+        const taken = yield* counts.submit(key, {
+          buckets: lease.buckets,
+          step: { _tag: "take", amounts: rest.map((amount, i) => amount + calls * worth[i]!) }
+        }).pipe(Effect.ensuring(Effect.sync(() => void (lease.refilling = false))))
+        seen(lease, taken, yield* Clock.currentTimeMillis)
+        if (taken.ok) {
+          lease.active = true
+          worth.forEach((amount, i) => void (lease.left[i] = lease.left[i]! + calls * amount))
+        }
+        return taken
+      })
     /** Counts what a call's lease did not cover (`rest`), leasing more calls' worth like `amounts` far from the limits. */
     const take = (key: string, lease: KeyLease, amounts: ReadonlyArray<number>, rest: ReadonlyArray<number>) =>
       Effect.gen(function*() {
         const worth = perCall(lease, amounts)
         const calls = leaseCalls(lease, worth)
         if (calls > 0) {
-          lease.refilling = true
-          const taken = yield* counts.submit(key, {
-            buckets: lease.buckets,
-            step: { _tag: "take", amounts: rest.map((amount, i) => amount + calls * worth[i]!) }
-          }).pipe(Effect.ensuring(Effect.sync(() => void (lease.refilling = false))))
-          seen(lease, taken, yield* Clock.currentTimeMillis)
-          if (taken.ok) {
-            lease.active = true
-            worth.forEach((amount, i) => void (lease.left[i] = lease.left[i]! + calls * amount))
-            return taken
-          }
+          const taken = yield* leaseMore(key, lease, worth, calls, rest)
+          if (taken.ok) return taken
         }
         const taken = yield* counts.submit(key, { buckets: lease.buckets, step: { _tag: "take", amounts: rest } })
         seen(lease, taken, yield* Clock.currentTimeMillis)
         return taken
       })
+    /**
+     * A lease left with fewer than `REFILL_BELOW_CALLS` calls like this one is taken again in a fiber of
+     * its own, as the credit leases are (leasedHolds.ts): a busy key's calls do not wait for the store
+     * each time one runs dry. Near a limit no lease is taken (`leaseCalls` is 0), as before.
+     */
+    const refills = yield* FiberSet.make()
+    const refillAhead = (key: string, lease: KeyLease, amounts: ReadonlyArray<number>) => {
+      if (lease.refilling || !runsLow(lease, amounts, REFILL_BELOW_CALLS)) return Effect.void
+      const worth = perCall(lease, amounts)
+      const calls = leaseCalls(lease, worth)
+      if (calls === 0) return Effect.void
+      // Marked now, not when its fiber starts: the calls before that must not start another.
+      lease.refilling = true
+      // A failure is the next call's to meet: it counts at the store, which says so.
+      return FiberSet.run(refills, Effect.catchAllCause(leaseMore(key, lease, worth, calls, worth.map(() => 0)), () => Effect.void))
+    }
     /** Gives the tokens of idle leases (of every lease when `all`) back to the store. */
     const giveBack = (all: boolean) =>
       Effect.suspend(() =>
@@ -224,6 +235,7 @@ export const RateLimiterLive = Layer.scoped(
           const claimed = claim(lease, amounts)
           const rest = amounts.map((amount, i) => amount - claimed[i]!)
           const leased = covers(lease, rest)
+          if (leased) yield* refillAhead(batchKey, lease, amounts)
           const taken = leased ? undefined : yield* take(batchKey, lease, amounts, rest).pipe(
             Effect.onError(() => Effect.sync(() => unclaim(lease, claimed)))
           )

@@ -46,6 +46,12 @@ export const claim = (lease: KeyLease, need: ReadonlyArray<number>) =>
     return taken
   })
 
+/** Whether the lease is left with fewer than `calls` calls' worth like `need` of some bucket. */
+export const runsLow = (lease: KeyLease, need: ReadonlyArray<number>, calls: number) => {
+  for (let i = 0; i < need.length; i++) if (need[i]! > 0 && lease.left[i]! < calls * need[i]!) return true
+  return false
+}
+
 /** Gives back what `claim` took (the call was refused). */
 export const unclaim = (lease: KeyLease, claimed: ReadonlyArray<number>) =>
   claimed.forEach((amount, i) => void (lease.left[i] = lease.left[i]! + amount))
