@@ -195,18 +195,23 @@ export const RateLimiterLive = Layer.scoped(
     /**
      * A lease left with fewer than `REFILL_BELOW_CALLS` calls like this one is taken again in a fiber of
      * its own, as the credit leases are (leasedHolds.ts): a busy key's calls do not wait for the store
-     * each time one runs dry. Near a limit no lease is taken (`leaseCalls` is 0), as before.
+     * each time one runs dry. Until that fiber runs, a call that finds the lease dry takes one itself,
+     * as before (the fiber then finds it full and stops). Near a limit no lease is taken, as before.
      */
     const refills = yield* FiberSet.make()
+    const queued = new WeakSet<KeyLease>()
     const refillAhead = (key: string, lease: KeyLease, amounts: ReadonlyArray<number>) => {
-      if (lease.refilling || !runsLow(lease, amounts, REFILL_BELOW_CALLS)) return Effect.void
-      const worth = perCall(lease, amounts)
-      const calls = leaseCalls(lease, worth)
-      if (calls === 0) return Effect.void
-      // Marked now, not when its fiber starts: the calls before that must not start another.
-      lease.refilling = true
+      if (lease.refilling || queued.has(lease) || !runsLow(lease, amounts, REFILL_BELOW_CALLS)) return Effect.void
+      queued.add(lease)
+      const refill = Effect.suspend(() => {
+        queued.delete(lease)
+        if (lease.refilling || !runsLow(lease, amounts, REFILL_BELOW_CALLS)) return Effect.void
+        const worth = perCall(lease, amounts)
+        const calls = leaseCalls(lease, worth)
+        return calls === 0 ? Effect.void : leaseMore(key, lease, worth, calls, worth.map(() => 0))
+      })
       // A failure is the next call's to meet: it counts at the store, which says so.
-      return FiberSet.run(refills, Effect.catchAllCause(leaseMore(key, lease, worth, calls, worth.map(() => 0)), () => Effect.void))
+      return FiberSet.run(refills, Effect.catchAllCause(refill, () => Effect.void))
     }
     /** Gives the tokens of idle leases (of every lease when `all`) back to the store. */
     const giveBack = (all: boolean) =>
