@@ -199,12 +199,11 @@ export const RateLimiterLive = Layer.scoped(
      * as before (the fiber then finds it full and stops). Near a limit no lease is taken, as before.
      */
     const refills = yield* FiberSet.make()
-    const queued = new WeakSet<KeyLease>()
     const refillAhead = (key: string, lease: KeyLease, amounts: ReadonlyArray<number>) => {
-      if (lease.refilling || queued.has(lease) || !runsLow(lease, amounts, REFILL_BELOW_CALLS)) return Effect.void
-      queued.add(lease)
+      if (lease.refilling || lease.refillQueued || !runsLow(lease, amounts, REFILL_BELOW_CALLS)) return Effect.void
+      lease.refillQueued = true
       const refill = Effect.suspend(() => {
-        queued.delete(lease)
+        lease.refillQueued = false
         if (lease.refilling || !runsLow(lease, amounts, REFILL_BELOW_CALLS)) return Effect.void
         const worth = perCall(lease, amounts)
         const calls = leaseCalls(lease, worth)

@@ -27,6 +27,8 @@ export interface KeyLease {
   seenAtMs: number
   /** A take with a lease is in flight: other calls go without one, so a key takes one lease at a time. */
   refilling: boolean
+  /** A take ahead of need is forked and has not started yet (RateLimiterLive.ts `refillAhead`). */
+  refillQueued: boolean
   /** Holds tokens it took beyond calls' own (corrections then settle against it). */
   active: boolean
   /** A correction put the key in debt at the store: the next call must be counted there, after it. */
@@ -111,7 +113,7 @@ export const makeCountLeases = (idleSweeps: number) => {
     of: (key: string, buckets: ReadonlyArray<Bucket>): KeyLease => {
       let lease = leases.get(key)
       if (lease === undefined) {
-        lease = { buckets, left: buckets.map(() => 0), seen: undefined, seenAtMs: 0, refilling: false, active: false,
+        lease = { buckets, left: buckets.map(() => 0), seen: undefined, seenAtMs: 0, refilling: false, refillQueued: false, active: false,
           owes: false, spent: buckets.map(() => 0), unusedSweeps: 0 }
         leases.set(key, lease)
       }
