@@ -5,7 +5,9 @@
  * request, and from the upstream's answer to its own, for the bare proxy and
  * the gateway behind one upstream, at one connection, rounds interleaved.
  * Timed inside each server at Node's socket layer (bench/pathTiming.ts), so
- * the code under test runs as it ships. A virtual CPU left idle past ~150 µs
+ * the code under test runs as it ships; with them, the two waits between
+ * (the upstream's turn, and the load generator's until the next request),
+ * so a call's whole cycle is accounted for. A virtual CPU left idle past ~150 µs
  * wakes ~60 µs later (BENCH_ONLY=wakeups): the first stretch leaves the
  * upstream's CPU idle that long, the second the load generator's. With
  * `BENCH_BASE=<other checkout>` the other checkout's gateway is timed too, in
@@ -16,7 +18,12 @@ import { type Bodies, loadWith, median, nextMessage, type Server, type StartServ
 import { startFrom } from "./pair.ts"
 import { warmUp } from "./warmup.ts"
 
-type Path = { readonly toUpstreamMicros: number; readonly toCallerMicros: number }
+type Path = {
+  readonly toUpstreamMicros: number
+  readonly toCallerMicros: number
+  readonly atUpstreamMicros: number
+  readonly toNextRequestMicros: number
+}
 type Round = Path & { readonly p50: number }
 
 const BASE = "gateway of BENCH_BASE"
@@ -33,9 +40,9 @@ const pairedLines = (here: ReadonlyArray<Round> | undefined, base: ReadonlyArray
     const sign = (value: number) => (value > 0 ? "+" : "")
     return `**${sign(median(differences))}${median(differences).toFixed(0)}** (${differences.map((d) => `${sign(d)}${d.toFixed(0)}`).join(", ")})`
   }
-  return [`| this gateway less BENCH_BASE's, round by round | ${less((r) => r.toUpstreamMicros)} | ${less((r) => r.toCallerMicros)} | ${
-    less((r) => r.p50 * 1000)
-  } µs |`]
+  return [`| this gateway less BENCH_BASE's, round by round | ${less((r) => r.toUpstreamMicros)} | ${less((r) => r.atUpstreamMicros)} | ${
+    less((r) => r.toCallerMicros)
+  } | ${less((r) => r.toNextRequestMicros)} | ${less((r) => r.p50 * 1000)} µs |`]
 }
 
 export const pathBench = async (
@@ -78,12 +85,12 @@ export const pathBench = async (
   console.log([
     "",
     `One connection, ${rounds} interleaved rounds of ${seconds} s; medians of each round's calls, then of the rounds:`,
-    "| server | request's head → upstream request, µs | upstream's answer → its own, µs | p50 to the last byte, ms |",
-    "|---|---:|---:|---:|",
+    "| server | request's head → upstream request, µs | upstream request → its answer read, µs | upstream's answer → its own, µs | its answer → the next request's head, µs | p50 to the last byte, ms |",
+    "|---|---:|---:|---:|---:|---:|",
     ...[...measured].map(([name, runs]) =>
-      `| ${name} | ${micros(runs.map((r) => r.toUpstreamMicros))} | ${micros(runs.map((r) => r.toCallerMicros))} | ${
-        median(runs.map((r) => r.p50)).toFixed(3)
-      } |`
+      `| ${name} | ${micros(runs.map((r) => r.toUpstreamMicros))} | ${micros(runs.map((r) => r.atUpstreamMicros))} | ${
+        micros(runs.map((r) => r.toCallerMicros))
+      } | ${micros(runs.map((r) => r.toNextRequestMicros))} | ${median(runs.map((r) => r.p50)).toFixed(3)} |`
     ),
     ...pairedLines(measured.get("gateway"), measured.get(BASE))
   ].join("\n"))
