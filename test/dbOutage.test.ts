@@ -240,6 +240,35 @@ describe.skipIf(SERVER === undefined || SERVER === "")(
       await eventually(async () => (await chat(gateway!, account.key, false)).status === 200, 20_000, "service again")
     }, 60_000)
 
+    it("a call held from a credit lease that fails while the database is away ends on its lease: the lease goes back when it is back", async () => {
+      const rig = current!
+      const account = await gateway!.account({ credit: "10" })
+      rig.upstream.behave({ delayHeadersMs: 200 })
+      // Sixteen calls at once: the account is busy, and its next call is held from a lease, with no statement.
+      await Promise.all(Array.from({ length: 16 }, () => chat(gateway!, account.key, false).then((response) => response.text())))
+      await eventually(
+        async () => (await rig.query("SELECT 1 FROM credit_leases WHERE account_id = $1", [account.id])).length === 1,
+        5000,
+        "the account's credit lease"
+      )
+      rig.upstream.behave({ status: 500, delayHeadersMs: 300 })
+      const sent = rig.upstream.requests.length
+      const failing = chat(gateway!, account.key, false)
+      await eventually(async () => rig.upstream.requests.length > sent, 5000, "the call at the upstream")
+      rig.proxy.stop()
+      // Its release cannot write the call's rows now; the call still ends, and its credit goes back to the lease.
+      expect((await failing).status).toBeGreaterThanOrEqual(500)
+      rig.proxy.restart()
+      rig.upstream.behave({})
+      await eventually(
+        async () => (await rig.query("SELECT 1 FROM credit_leases WHERE account_id = $1", [account.id])).length === 0,
+        8000,
+        "the lease given back"
+      )
+      expect(await heldForCalls(rig.query, account.id)).toBe("0.000000000")
+      expect(await moneyViolations(rig.query)).toEqual([])
+    }, 60_000)
+
     it("frozen: a request waits a bounded time and gets 503 while the freeze goes on; nothing upstream", async () => {
       const rig = current!
       const account = await gateway!.account({ credit: "1" })

@@ -9,7 +9,8 @@
  * go back (a give back that failed is tried again then, and a lease whose
  * take's answer was lost goes back as if granted); every beat the
  * others are renewed, and one the sweeper freed (its process stalled past
- * its time) is forgotten. When the process stops, all go back.
+ * its time) is forgotten. A call held from a lease ends on it even when its
+ * release's rows cannot be written. When the process stops, all go back.
  */
 import { Effect, Exit, FiberSet, type Scope } from "effect"
 import type { InsufficientFunds } from "../../services/ApiError.ts"
@@ -63,6 +64,8 @@ export const makeLeasedHolds = (options: {
             })
         )
       )
+    /** Calls held from a lease and released (rare: a failed call), so a second release ends nothing twice. */
+    const released = new WeakSet<Reservation>()
     /** Leases whose give back failed (the database was away): tried again at the next sweep. */
     const failed: Array<CreditLease> = []
     const giveBack = (lease: CreditLease) =>
@@ -118,9 +121,14 @@ export const makeLeasedHolds = (options: {
         if (reservation.leaseId !== undefined) leases.ended(reservation.leaseId, 0n)
       },
 
+      // A release whose rows cannot be written (the database is away) still ends the call on its lease, or
+      // the lease would count it open and never go back; the database tells a second release of a call
+      // apart, else this process does.
       release: (reservation) =>
-        Effect.flatMap(statements.released(reservation), (first) =>
+        Effect.onExit(statements.released(reservation), (exit) =>
           Effect.sync(() => {
+            const first = Exit.isSuccess(exit) ? exit.value : !released.has(reservation)
+            released.add(reservation)
             if (first) leases.ended(reservation.leaseId!, reservation.amount)
           }))
     }
