@@ -36,6 +36,30 @@ export const spawnChild = (
     stdio: ["ignore", "inherit", "inherit", "ipc"]
   })
   children.push(child)
+  return watched(child, [file.split("/").at(-1)!, ...args].join(" "))
+}
+
+/**
+ * A child that dies before it is told to stop (or killed) says so, with its exit code or signal, and a message
+ * sent to it afterwards is lost instead of crashing the bench (its channel closed): the bench then
+ * fails where it waits for that child, naming it, not with a bare `ERR_IPC_CHANNEL_CLOSED`.
+ */
+export const watched = (child: ChildProcess, name: string) => {
+  let told = false
+  const send = child.send.bind(child)
+  child.send = ((message: any, ...rest: Array<any>) => {
+    if (message === "stop") told = true
+    return child.connected ? send(message, ...rest) : false
+  }) as ChildProcess["send"]
+  const kill = child.kill.bind(child)
+  child.kill = (signal?: NodeJS.Signals | number) => {
+    told = true
+    return kill(signal)
+  }
+  child.on("error", (error) => console.error(`bench: ${name}: ${error.message}`))
+  child.once("exit", (code, signal) => {
+    if (!told) console.error(`bench: ${name} exited before it was told to stop (${signal ?? `code ${code}`})`)
+  })
   return child
 }
 

@@ -19,7 +19,7 @@ import { type ChildProcess, fork } from "node:child_process"
 import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { withGatewayFlags } from "../src/start/nodeFlags.ts"
-import { type Bodies, children, type LoadTarget, loadWith, median, nextMessage, type Server, typescriptLoader } from "./children.ts"
+import { type Bodies, children, type LoadTarget, loadWith, median, nextMessage, type Server, typescriptLoader, watched } from "./children.ts"
 import { conversationBody } from "./conversation.ts"
 import { procCpuMicros } from "./processes.ts"
 import { warmUp } from "./warmup.ts"
@@ -37,6 +37,7 @@ export const startFrom = async (checkout: string, args: Array<string>, nodeFlags
     stdio: ["ignore", "inherit", "inherit", "ipc"]
   })
   children.push(child)
+  watched(child, `${checkout}: ${args.join(" ")}`)
   return { child, ...await nextMessage<LoadTarget>(child, "ready") }
 }
 
