@@ -6,6 +6,7 @@
  */
 import { performance } from "node:perf_hooks"
 import { Pool } from "undici"
+import { boundLifetime } from "./lifetime.ts"
 
 export interface Job {
   readonly url: string
@@ -81,7 +82,7 @@ const run = async (job: Job): Promise<Result> => {
 }
 
 if (process.send !== undefined) {
-  setTimeout(() => process.exit(1), 240_000).unref()
+  boundLifetime("load.ts")
   process.on("message", (message: Job | "stop") => {
     if (message === "stop") process.exit(0)
     run(message).then((result) => process.send!({ result }))

@@ -29,6 +29,7 @@ import { CallStatsNone } from "../layers/monitoring/CallStatsNone.ts"
 import { NoopLedger } from "./noopLedger.ts"
 import { jsonLines, lineBuffer } from "../src/start/logFormat.ts"
 import { answerHeapMessages } from "./heapSampling.ts"
+import { boundLifetime } from "./lifetime.ts"
 import { timePaths } from "./pathTiming.ts"
 import { VAST_MODEL } from "./refusal.ts"
 
@@ -193,7 +194,7 @@ const main = async () => {
 
 if (process.send !== undefined) {
   // Never outlive a stuck benchmark.
-  setTimeout(() => process.exit(1), 240_000).unref()
+  boundLifetime(`servers.ts ${process.argv[2]}`)
   main().catch((error) => {
     console.error(error)
     process.exit(1)
