@@ -205,6 +205,24 @@ describe("credit leases on the database", () => {
     expect(await moneyViolations(gateway.query)).toEqual([])
   })
 
+  it("ends a call held from a lease once, however often it is settled or released: the lease still goes back", async () => {
+    const account = await gateway.account({ credit: "100" })
+    const made = await untilLeased(account.id)
+    const leased = made.at(-1)!
+    await gateway.run(Effect.flatMap(Ledger, (ledger) =>
+      Effect.forEach(made, (reservation) => ledger.settle(reservation, billFor("0.004")), { discard: true })))
+    // A settlement kept in the journal is settled again when the database is back; a late release changes nothing.
+    await gateway.run(Effect.flatMap(Ledger, (ledger) =>
+      Effect.zipRight(Effect.exit(ledger.settle(leased, billFor("0.004"))), ledger.release(leased))))
+    const receipts = await gateway.query("SELECT id FROM receipts WHERE account_id = $1", [account.id])
+    expect(receipts).toHaveLength(made.length)
+    // Idle for a sweep (a second, or two): the lease goes back, as it would had the call ended once.
+    for (let i = 0; i < 40 && (await leaseRows(account.id)).length > 0; i++) await sleep(100)
+    expect(await leaseRows(account.id)).toEqual([])
+    expect(await heldForCalls(gateway.query, account.id)).toBe("0.000000000")
+    expect(await moneyViolations(gateway.query)).toEqual([])
+  })
+
   it("takes no lease near the balance's end: every call reserves on its own, and the last ones are refused exactly", async () => {
     // 20 calls' worth: a 32nd of it is under four calls' worth.
     const account = await gateway.account({ credit: "0.2" })

@@ -9,8 +9,9 @@
  * go back (a give back that failed is tried again then, and a lease whose
  * take's answer was lost goes back as if granted); every beat the
  * others are renewed, and one the sweeper freed (its process stalled past
- * its time) is forgotten. A call held from a lease ends on it even when its
- * release's rows cannot be written. When the process stops, all go back.
+ * its time) is forgotten. A call held from a lease ends on it once, when it
+ * is first settled or released, even if its rows cannot be written then.
+ * When the process stops, all go back.
  */
 import { Effect, Exit, FiberSet, type Scope } from "effect"
 import type { InsufficientFunds } from "../../services/ApiError.ts"
@@ -64,8 +65,12 @@ export const makeLeasedHolds = (options: {
             })
         )
       )
-    /** Calls held from a lease and released (rare: a failed call), so a second release ends nothing twice. */
-    const released = new WeakSet<Reservation>()
+    /**
+     * Calls held from a lease and not ended yet, by reservation id: each ends on its lease once, however
+     * often it is settled or released (a settlement kept in the journal is settled again when the
+     * database is back), or the lease would count fewer calls open than it holds and never go back.
+     */
+    const openCalls = new Set<string>()
     /** Leases whose give back failed (the database was away): tried again at the next sweep. */
     const failed: Array<CreditLease> = []
     const giveBack = (lease: CreditLease) =>
@@ -111,6 +116,7 @@ export const makeLeasedHolds = (options: {
             reservedAt: new Date(clock.unsafeCurrentTimeMillis()),
             leaseId: lease.id
           }
+          openCalls.add(reservation.id)
           const take = leases.refill(lease)
           return take === undefined ? Effect.succeed(reservation) : Effect.as(send(take), reservation)
         }),
@@ -118,18 +124,16 @@ export const makeLeasedHolds = (options: {
       covers: leases.covers,
 
       settling: (reservation) => {
-        if (reservation.leaseId !== undefined) leases.ended(reservation.leaseId, 0n)
+        if (reservation.leaseId !== undefined && openCalls.delete(reservation.id)) leases.ended(reservation.leaseId, 0n)
       },
 
-      // A release whose rows cannot be written (the database is away) still ends the call on its lease, or
-      // the lease would count it open and never go back; the database tells a second release of a call
-      // apart, else this process does.
+      // Also when its rows cannot be written (the database is away): the call has ended all the same.
       release: (reservation) =>
-        Effect.onExit(statements.released(reservation), (exit) =>
+        Effect.ensuring(
+          statements.released(reservation),
           Effect.sync(() => {
-            const first = Exit.isSuccess(exit) ? exit.value : !released.has(reservation)
-            released.add(reservation)
-            if (first) leases.ended(reservation.leaseId!, reservation.amount)
-          }))
+            if (openCalls.delete(reservation.id)) leases.ended(reservation.leaseId!, reservation.amount)
+          })
+        )
     }
   })

@@ -72,8 +72,8 @@ export const makeLeaseStatements = (run: StatementRunner, sql: SqlClient.SqlClie
 
   /**
    * The rows of a call held from a lease and released: its reservation (released) and its
-   * `payment.reserved` and `payment.released` events. No money moves: the credit stays in the lease.
-   * Answers whether they were written now (false: the call had ended already).
+   * `payment.reserved` and `payment.released` events, once (a call that ended already writes none).
+   * No money moves: the credit stays in the lease.
    */
   released: (reservation: Reservation) =>
     sql`
@@ -92,5 +92,5 @@ export const makeLeaseStatements = (run: StatementRunner, sql: SqlClient.SqlClie
       SELECT ${ids.make("evt")}, 'payment.released', account_id, request_id, id,
              jsonb_build_object('amount_usd', amount_usd::text, 'reason', 'call_failed'), now()
       FROM reservation
-      RETURNING 1`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
+      RETURNING 1`.pipe(Effect.asVoid, Effect.orDie)
 })
