@@ -40,9 +40,10 @@ export const spawnChild = (
 }
 
 /**
- * A child that dies before it is told to stop (or killed) says so, with its exit code or signal, and a message
- * sent to it afterwards is lost instead of crashing the bench (its channel closed): the bench then
- * fails where it waits for that child, naming it, not with a bare `ERR_IPC_CHANNEL_CLOSED`.
+ * A child that dies before it is told to stop (or killed) says so, with its exit code or signal,
+ * and a message sent to it afterwards is lost instead of crashing the bench (its channel closed):
+ * the bench then fails where it waits for that child, naming it, not with a bare
+ * `ERR_IPC_CHANNEL_CLOSED`.
  */
 export const watched = (child: ChildProcess, name: string) => {
   let told = false
