@@ -82,4 +82,25 @@ describe("the PGlite connection", () => {
     await Effect.runPromise(Scope.close(scope, Exit.void))
     rmSync(other, { recursive: true, force: true })
   })
+
+  it("lets a client leave quietly once its worker has stopped: the pool ends, and no stray error is raised", async () => {
+    const other = mkdtempSync(join(tmpdir(), "svc-test-pglite-leave-"))
+    const scope = Effect.runSync(Scope.make())
+    const open = await Effect.runPromise(Scope.extend(openPgliteWorker(other), scope))
+    const stray: Array<unknown> = []
+    const onStray = (error: unknown) => void stray.push(error)
+    process.on("unhandledRejection", onStray)
+    try {
+      const leaving = new pg.Pool(pglitePoolOptions(open.exchange, PreparingClient))
+      await leaving.query("SELECT 1") // its client stays idle in the pool
+      await open.worker.terminate()
+      await leaving.end()
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    } finally {
+      process.off("unhandledRejection", onStray)
+    }
+    expect(stray).toEqual([])
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    rmSync(other, { recursive: true, force: true })
+  })
 })

@@ -59,13 +59,17 @@ export class PgliteConnection extends EventEmitter {
     else this.#run([message])
   }
 
-  /** Answers come back in the order buffers went; `unheard`: the answer is not the driver's (the session's end, below). */
+  /**
+   * Answers come back in the order buffers went; `unheard`: neither the answer nor a failure is the
+   * driver's (the session's end, below: once the worker has stopped there is no session to end, and
+   * an error emitted then, with nobody left listening, was thrown as an unhandled rejection).
+   */
   #run(parts: ReadonlyArray<Uint8Array>, unheard = false) {
     return this.exchange(joined(parts)).then(
       (answer) => {
         if (!unheard && answer.length > 0) this.#answers.emit("data", Buffer.from(answer.buffer, answer.byteOffset, answer.length))
       },
-      (error) => void this.emit("error", error)
+      (error) => void (unheard || this.emit("error", error))
     )
   }
 
