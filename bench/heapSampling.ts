@@ -41,7 +41,8 @@ export const answerHeapMessages = () => {
       await post("HeapProfiler.startSampling", {
         samplingInterval: SAMPLING_BYTES,
         includeObjectsCollectedByMajorGC: true,
-        includeObjectsCollectedByMinorGC: true
+        // Without those a scavenge frees: what outlived the young generation (promoted, or still live).
+        includeObjectsCollectedByMinorGC: process.env.BENCH_HEAP_SURVIVORS !== "1"
       })
       process.send!({ heapStarted: true })
     }

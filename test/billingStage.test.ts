@@ -3,8 +3,11 @@
  * asked: a hold ends exactly once — settled, or released when its scope
  * closes first (failure, interruption, a stream never pulled) — and the bill
  * it settles carries the customer price, the upstream cost and their margin;
- * while a hold is open its lease is renewed (the heartbeat), and only then.
+ * while a hold is open its lease is renewed (the heartbeat), and only then;
+ * a queued settlement keeps nothing of its call but its bill while it waits.
  */
+import { runInNewContext } from "node:vm"
+import { setFlagsFromString } from "node:v8"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Layer, Option, Scope, TestClock } from "effect"
 import { BillingLive } from "../layers/billing/BillingLive.ts"
@@ -13,6 +16,7 @@ import { PricingLive } from "../layers/billing/PricingLive.ts"
 import { IdsLive } from "../layers/platform/IdsLive.ts"
 import { InsufficientFunds } from "../services/ApiError.ts"
 import { Billing, type ServedCall } from "../services/Billing.ts"
+import { Ledger, type Receipt } from "../services/Ledger.ts"
 import { recordingLedger, servedCall, testModel, usd } from "./support/pipeline.ts"
 import { testConfig } from "./support/testConfig.ts"
 
@@ -266,6 +270,47 @@ describe("billing stage", () => {
         // A hold the ledger makes at once (from a credit lease) has nothing to overlap: it goes first.
         state.atOnce = true
         expect(yield* gated("h")).toBe(false)
+      })
+    )
+  })
+
+  it.effect("a queued settlement waiting for the ledger keeps nothing of the call but its bill and hold", () => {
+    // The collector, reachable from a test: a call's objects must be freed while its settlement waits.
+    setFlagsFromString("--expose-gc")
+    const collect = runInNewContext("gc") as () => void
+    const recording = recordingLedger()
+    // The account's statement is in flight: its answer has not come back.
+    const waiting: Array<(answer: Exit.Exit<Receipt>) => void> = []
+    const inFlight = Layer.effect(
+      Ledger,
+      Effect.map(Ledger, (ledger) => ({
+        ...ledger,
+        settleQueued: (_reservation, _bill, onAnswer) => Effect.sync(() => void waiting.push(onAnswer!))
+      }))
+    ).pipe(Layer.provide(recording.layer))
+    return withBilling(
+      { ...recording, layer: inFlight },
+      Effect.gen(function*() {
+        const billing = yield* Billing
+        // Stands for the call's request, route and answer, which the call's work after its answer holds.
+        let call: { readonly messages: Array<string> } | undefined = { messages: ["a long prompt"] }
+        const freed = new WeakRef(call)
+        const settlement = yield* Effect.scoped(Effect.gen(function*() {
+          const scope = yield* Effect.scope
+          const hold = yield* billing.hold(principal, usd(0.01))
+          const held = call
+          return yield* billing.settle(hold, served, undefined, (work) =>
+            Scope.addFinalizer(scope, Effect.zipRight(Effect.sync(() => held?.messages.length), work)))
+        }))
+        expect(settlement.cost.total).toBe(6_000_000n)
+        expect(waiting).toHaveLength(1)
+        call = undefined
+        // A `WeakRef`'s target is kept until the current job ends.
+        yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+        collect()
+        expect(freed.deref()).toBeUndefined()
+        waiting[0]!(Exit.succeed(settlement as unknown as Receipt))
+        yield* billing.drained
       })
     )
   })

@@ -25,7 +25,7 @@ import { type CallFacts, currentCall } from "../../services/CallStats.ts"
 import { DatabaseStatus } from "../../services/DatabaseStatus.ts"
 import { Ids } from "../../services/Ids.ts"
 import { Metrics } from "../../services/Metrics.ts"
-import { type Bill, Ledger, type Reservation, unsettledReceipt } from "../../services/Ledger.ts"
+import { type Bill, Ledger, type Receipt, type Reservation, unsettledReceipt } from "../../services/Ledger.ts"
 import type { Nanos } from "../../services/Money.ts"
 import { Pricing, sumOfCosts } from "../../services/Pricing.ts"
 import { alongside, makeOverlapHints } from "./holdOverlap.ts"
@@ -201,16 +201,23 @@ export const BillingLive = Layer.scoped(
         const settlement: QueuedReceipt = Object.assign(unwritten(reservation, bill), { queued: true as const })
         count(fiber.getFiberRef(currentCall), settlement)
         // Tracked from now: `settled` and `drained` wait for it even before it is handed over.
-        const handOver = ledger.settleQueued(reservation, bill, queue.track((answer) => {
-          // Written, and nothing to record after it: the hold has ended, with no fiber to run.
-          if (Exit.isSuccess(answer) && recordAfter === undefined) return void unfinished--
-          return Effect.flatMap(
-            Exit.isSuccess(answer) ? Effect.succeed<Settlement>(answer.value) : kept(reservation, bill, answer.cause),
-            (written) => recordAfter?.(written) ?? Effect.void
-          ).pipe(Effect.ensuring(finished))
-        }))
+        const handOver = ledger.settleQueued(reservation, bill, queue.track(afterWrite(reservation, bill, recordAfter)))
         return Effect.as(later(handOver), settlement)
       })
+    /**
+     * What runs once a queued settlement is written (or kept in the journal). Made apart from `queued`
+     * so that it holds only these three until the account's statement answers: a closure made there
+     * would share its scope, and with it `later`, which holds the whole call (its request, route and
+     * answer), kept alive past the young generation's collections (docs/performance.md, item 77).
+     */
+    const afterWrite = (reservation: Reservation, bill: Bill, recordAfter: AfterSettle) => (answer: Exit.Exit<Receipt>) => {
+      // Written, and nothing to record after it: the hold has ended, with no fiber to run.
+      if (Exit.isSuccess(answer) && recordAfter === undefined) return void unfinished--
+      return Effect.flatMap(
+        Exit.isSuccess(answer) ? Effect.succeed<Settlement>(answer.value) : kept(reservation, bill, answer.cause),
+        (written) => recordAfter?.(written) ?? Effect.void
+      ).pipe(Effect.ensuring(finished))
+    }
 
     const hold = (principal: Principal, amount: Nanos) =>
       acquirePlainRelease(reserve(principal, amount).pipe(stageSpan("svc.billing.hold")), release)
