@@ -31,7 +31,7 @@ describe("the lease pool", () => {
     const take = leases.saw("acct", 10n, 1_000_000n)!
     expect(take.amount).toBe(1280n)
     leases.took(take.lease, take.amount, 1_000_000n - 1280n)
-    expect(leases.claim("acct", 10n)?.id).toBe(take.lease.id)
+    expect(leases.claim("acct", 10n, "rcpt_0")?.id).toBe(take.lease.id)
     expect(take.lease.left).toBe(1270n)
     // It asks for half the share the database grants (a sixteenth): a 32nd of 3,200 is 100, ten calls' worth.
     const small = pool()
@@ -48,12 +48,12 @@ describe("the lease pool", () => {
     for (let i = 1; i < 8; i++) leases.saw("acct", 10n, 1_000_000n)
     const take = leases.saw("acct", 10n, 1_000_000n)!
     leases.took(take.lease, take.amount, 999_000n)
-    const claimed = Array.from({ length: 64 }, () => leases.claim("acct", 10n)!)
+    const claimed = Array.from({ length: 64 }, (_, i) => leases.claim("acct", 10n, `rcpt_${i}`)!)
     expect(take.lease.left).toBe(640n)
     expect(leases.refill(claimed[0]!)).toBeUndefined() // half left: no take yet
-    leases.claim("acct", 10n)
+    leases.claim("acct", 10n, "rcpt_64")
     expect(take.lease.left).toBe(630n)
-    expect(take.lease.open).toBe(65)
+    expect(take.lease.open.size).toBe(65)
     const refill = leases.refill(claimed[0]!)!
     expect(refill.amount).toBe(650n)
     expect(leases.refill(claimed[0]!)).toBeUndefined() // one take at a time
@@ -63,11 +63,17 @@ describe("the lease pool", () => {
     expect(leases.covers("acct", 631n)).toBe(false)
     expect(take.lease.left).toBe(630n)
     expect(leases.covers("other", 1n)).toBe(false)
-    expect(leases.claim("acct", 631n)).toBeUndefined()
-    leases.ended(take.lease.id, 10n) // released: its credit is back
-    leases.ended(take.lease.id, 0n) // settled: its credit left with the settlement
+    expect(leases.claim("acct", 631n, "rcpt_65")).toBeUndefined()
+    leases.ended(take.lease.id, "rcpt_0", 10n) // released: its credit is back
+    leases.ended(take.lease.id, "rcpt_1", 0n) // settled: its credit left with the settlement
     expect(take.lease.left).toBe(640n)
-    expect(take.lease.open).toBe(63)
+    expect(take.lease.open.size).toBe(63)
+    // A call ends once: settled again (a journal's replay), or released after, it changes nothing.
+    leases.ended(take.lease.id, "rcpt_0", 10n)
+    leases.ended(take.lease.id, "rcpt_1", 0n)
+    leases.ended(take.lease.id, "rcpt_65", 10n) // never held from it
+    expect(take.lease.left).toBe(640n)
+    expect(take.lease.open.size).toBe(63)
   })
 
   it("gives back a lease idle for a sweep with no call open, or closing once its calls end", () => {
@@ -75,21 +81,21 @@ describe("the lease pool", () => {
     for (let i = 1; i < 8; i++) leases.saw("a", 10n, 1_000_000n)
     const a = leases.saw("a", 10n, 1_000_000n)!
     leases.took(a.lease, a.amount, 999_000n)
-    leases.claim("a", 10n)
+    leases.claim("a", 10n, "rcpt_a")
     expect(leases.sweep()).toEqual([]) // used since the last sweep, and a call is open
     expect(leases.sweep()).toEqual([]) // idle, but a call is open
-    leases.ended(a.lease.id, 0n)
+    leases.ended(a.lease.id, "rcpt_a", 0n)
     expect(leases.sweep()).toEqual([a.lease])
-    expect(leases.claim("a", 10n)).toBeUndefined()
+    expect(leases.claim("a", 10n, "rcpt_a2")).toBeUndefined()
 
     for (let i = 1; i < 8; i++) leases.saw("b", 10n, 1_000_000n)
     const b = leases.saw("b", 10n, 1_000_000n)!
     leases.took(b.lease, b.amount, 999_000n)
-    leases.claim("b", 10n)
+    leases.claim("b", 10n, "rcpt_b")
     leases.refused("b")
-    expect(leases.claim("b", 10n)).toBeUndefined()
+    expect(leases.claim("b", 10n, "rcpt_b2")).toBeUndefined()
     expect(leases.sweep()).toEqual([])
-    leases.ended(b.lease.id, 10n)
+    leases.ended(b.lease.id, "rcpt_b", 10n)
     expect(leases.sweep()).toEqual([b.lease])
   })
 
@@ -103,7 +109,7 @@ describe("the lease pool", () => {
     leases.took(b.lease, 0n, 10n)
     expect(leases.ids()).toEqual([a.lease.id])
     leases.keepOnly(new Set())
-    expect(leases.claim("a", 10n)).toBeUndefined()
+    expect(leases.claim("a", 10n, "rcpt_a")).toBeUndefined()
     expect(leases.all()).toEqual([])
   })
 
@@ -112,7 +118,7 @@ describe("the lease pool", () => {
     for (let i = 1; i < 8; i++) leases.saw("a", 10n, 1_000_000n)
     const a = leases.saw("a", 10n, 1_000_000n)!
     leases.lost(a.lease)
-    expect(leases.claim("a", 10n)).toBeUndefined()
+    expect(leases.claim("a", 10n, "rcpt_a")).toBeUndefined()
     expect(leases.ids()).toEqual([a.lease.id])
     expect(leases.sweep()).toEqual([]) // taken from in this sweep
     expect(leases.sweep()).toEqual([a.lease])

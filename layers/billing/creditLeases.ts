@@ -32,8 +32,12 @@ export interface CreditLease {
   readonly accountId: string
   /** Credit leased and not held by a call. */
   left: Nanos
-  /** Calls held from it and not ended yet. */
-  open: number
+  /**
+   * Calls held from it and not ended yet, by reservation id: each ends once, however often it is
+   * settled or released (a settlement kept in the journal is settled again when the database is
+   * back), or the lease would count fewer calls open than it holds, and never be idle.
+   */
+  readonly open: Set<string>
   /** A take is in flight: one at a time. */
   taking: boolean
   /** Held from since the last sweep. */
@@ -91,12 +95,12 @@ export const makeCreditLeases = (newId: () => string) => {
     /** Whether the account's lease can cover `amount` now. */
     covers: (accountId: string, amount: Nanos) => covering(accountId, amount) !== undefined,
 
-    /** Holds `amount` from the account's lease: the lease, or undefined when it cannot cover it. */
-    claim: (accountId: string, amount: Nanos): CreditLease | undefined => {
+    /** Holds `amount` from the account's lease for call `callId`: the lease, or undefined when it cannot cover it. */
+    claim: (accountId: string, amount: Nanos, callId: string): CreditLease | undefined => {
       const lease = covering(accountId, amount)
       if (lease === undefined) return undefined
       lease.left -= amount
-      lease.open++
+      lease.open.add(callId)
       lease.used = true
       remember(lease, amount)
       return lease
@@ -113,7 +117,7 @@ export const makeCreditLeases = (newId: () => string) => {
           id: newId(),
           accountId,
           left: 0n,
-          open: 0,
+          open: new Set(),
           taking: false,
           used: true,
           closing: false,
@@ -155,11 +159,13 @@ export const makeCreditLeases = (newId: () => string) => {
       if (lease !== undefined) lease.closing = true
     },
 
-    /** A call held from lease `id` ended; `returned` is what goes back to it (a release: all it held; a settlement: none). */
-    ended: (id: string, returned: Nanos) => {
+    /**
+     * Call `callId` held from lease `id` ended; `returned` is what goes back to it (a release: all it
+     * held; a settlement: none). A call that already ended, or whose lease is forgotten, changes nothing.
+     */
+    ended: (id: string, callId: string, returned: Nanos) => {
       const lease = byId.get(id)
-      if (lease === undefined) return
-      lease.open--
+      if (lease === undefined || !lease.open.delete(callId)) return
       lease.left += returned
     },
 
@@ -170,7 +176,7 @@ export const makeCreditLeases = (newId: () => string) => {
     sweep: (): ReadonlyArray<CreditLease> => {
       const idle: Array<CreditLease> = []
       for (const lease of byId.values()) {
-        if ((!lease.used || lease.closing) && lease.open === 0 && !lease.taking) idle.push(lease)
+        if ((!lease.used || lease.closing) && lease.open.size === 0 && !lease.taking) idle.push(lease)
         lease.used = false
         lease.alone = 0
       }

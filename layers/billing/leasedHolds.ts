@@ -65,12 +65,6 @@ export const makeLeasedHolds = (options: {
             })
         )
       )
-    /**
-     * Calls held from a lease and not ended yet, by reservation id: each ends on its lease once, however
-     * often it is settled or released (a settlement kept in the journal is settled again when the
-     * database is back), or the lease would count fewer calls open than it holds and never go back.
-     */
-    const openCalls = new Set<string>()
     /** Leases whose give back failed (the database was away): tried again at the next sweep. */
     const failed: Array<CreditLease> = []
     const giveBack = (lease: CreditLease) =>
@@ -93,30 +87,32 @@ export const makeLeasedHolds = (options: {
     // Registered after the turns were made: runs before they flush, so these go with what they flush.
     yield* Effect.addFinalizer(() => Effect.forEach(leases.all(), giveBack, { discard: true }))
 
+    /** A reservation made on its own; what it saw available may grant a lease for the next calls. */
+    const reservedAlone = (input: ReserveInput, alone: (input: ReserveInput) => Effect.Effect<Reservation, InsufficientFunds>) =>
+      alone(input).pipe(Effect.tapBoth({
+        onFailure: () => Effect.sync(() => leases.refused(input.accountId)),
+        onSuccess: (made) => {
+          const take = made.availableAfter === undefined
+            ? undefined
+            : leases.saw(input.accountId, input.amount, made.availableAfter)
+          return take === undefined ? Effect.void : send(take)
+        }
+      }))
+
     return {
       reserve: (input, alone) =>
         Effect.suspend(() => {
-          const lease = leases.claim(input.accountId, input.amount)
-          if (lease === undefined) {
-            return alone(input).pipe(Effect.tapBoth({
-              onFailure: () => Effect.sync(() => leases.refused(input.accountId)),
-              onSuccess: (made) => {
-                const take = made.availableAfter === undefined
-                  ? undefined
-                  : leases.saw(input.accountId, input.amount, made.availableAfter)
-                return take === undefined ? Effect.void : send(take)
-              }
-            }))
-          }
+          if (!leases.covers(input.accountId, input.amount)) return reservedAlone(input, alone)
+          const id = ids.make("rcpt")
+          const lease = leases.claim(input.accountId, input.amount, id)!
           const reservation: Reservation = {
-            id: ids.make("rcpt"),
+            id,
             accountId: input.accountId,
             requestId: input.requestId,
             amount: input.amount,
             reservedAt: new Date(clock.unsafeCurrentTimeMillis()),
             leaseId: lease.id
           }
-          openCalls.add(reservation.id)
           const take = leases.refill(lease)
           return take === undefined ? Effect.succeed(reservation) : Effect.as(send(take), reservation)
         }),
@@ -124,16 +120,14 @@ export const makeLeasedHolds = (options: {
       covers: leases.covers,
 
       settling: (reservation) => {
-        if (reservation.leaseId !== undefined && openCalls.delete(reservation.id)) leases.ended(reservation.leaseId, 0n)
+        if (reservation.leaseId !== undefined) leases.ended(reservation.leaseId, reservation.id, 0n)
       },
 
       // Also when its rows cannot be written (the database is away): the call has ended all the same.
       release: (reservation) =>
         Effect.ensuring(
           statements.released(reservation),
-          Effect.sync(() => {
-            if (openCalls.delete(reservation.id)) leases.ended(reservation.leaseId!, reservation.amount)
-          })
+          Effect.sync(() => leases.ended(reservation.leaseId!, reservation.id, reservation.amount))
         )
     }
   })
