@@ -8,7 +8,8 @@
  * `BENCH_GATEWAY=gateway-unbilled` measures the gateway billing nothing instead, `BENCH_STREAM=1`
  * streamed calls (20 frames each), `BENCH_CONNECTIONS=1` one connection instead of 50, and
  * `BENCH_CPU_PROF=<dir>` also writes the gateway's CPU profile there, `BENCH_HEAP_FILE=<file>` the raw
- * heap profile (`.heapprofile`).
+ * heap profile (`.heapprofile`), and `BENCH_HEAP_SURVIVORS=1` counts only what outlives the young
+ * generation (bench/heapSampling.ts).
  */
 import type { ChildProcess } from "node:child_process"
 import { cpuProfileFlags, loadWith, nextMessage, type StartServer } from "./children.ts"

@@ -1,7 +1,8 @@
 /**
  * A sampling heap profile of a bench server while it is loaded: on
  * "heap-start" over IPC it samples every allocation (those freed since
- * included: what a call costs the garbage collector, not what it keeps), on
+ * included: what a call costs the garbage collector, not what it keeps; with
+ * `BENCH_HEAP_SURVIVORS=1`, only those no scavenge freed), on
  * "heap-stop" it answers `{ heap: { bytes, byFile, byCaller } }`: the bytes
  * sampled in all, by source file (a package's by package name), and by the
  * nearest function of ours on the stack (what led Effect's runtime or a
