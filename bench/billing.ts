@@ -94,21 +94,40 @@ const kindOf = (text: string) => {
 const instrumentPg = () => {
   const query = pg.Client.prototype.query as (...args: Array<any>) => any
   pg.Client.prototype.query = function(this: object, ...args: Array<any>) {
-    const callback = args[args.length - 1]
     const text: string = typeof args[0] === "string" ? args[0] : args[0]?.text ?? ""
-    if (typeof callback !== "function" || text === "") return query.apply(this, args)
+    if (text === "") return query.apply(this, args)
     const kind = kindOf(text)
     const t0 = performance.now()
-    args[args.length - 1] = (...result: Array<unknown>) => {
+    const answered = () => {
       const t1 = performance.now()
       counters.queries += 1
       counters.queryMs += t1 - t0
       const entry = (counters.byKind[kind] ??= { n: 0, ms: 0 })
       entry.n += 1
       entry.ms += t1 - t0
-      return callback(...result)
     }
-    return query.apply(this, args)
+    const callback = args[args.length - 1]
+    if (typeof callback === "function") {
+      args[args.length - 1] = (...result: Array<unknown>) => {
+        answered()
+        return callback(...result)
+      }
+      return query.apply(this, args)
+    }
+    // A query object with its own callback, as the gateway's pool sends its statements (layers/storage/preparingClient.ts).
+    const submitted = args[0]
+    if (typeof submitted?.callback === "function") {
+      const own = submitted.callback
+      submitted.callback = (...result: Array<unknown>) => {
+        answered()
+        return own(...result)
+      }
+      return query.apply(this, args)
+    }
+    // The promise form: timed when it settles.
+    const result = query.apply(this, args)
+    if (typeof result?.then === "function") result.then(answered, answered)
+    return result
   } as any
   const connect = pg.Pool.prototype.connect as (...args: Array<any>) => any
   pg.Pool.prototype.connect = function(this: object, ...args: Array<any>) {
