@@ -25,14 +25,14 @@ describe("the lease pool", () => {
   let n = 0
   const pool = () => makeCreditLeases(() => `lse_${++n}`)
 
-  it("leases to a busy account only, at most a sixteenth of what it had available and 128 calls' worth", () => {
+  it("leases to a busy account only, at most a sixteenth of what it had available and 256 calls' worth", () => {
     const leases = pool()
     for (let i = 1; i < 8; i++) expect(leases.saw("acct", 10n, 1_000_000n)).toBeUndefined()
     const take = leases.saw("acct", 10n, 1_000_000n)!
-    expect(take.amount).toBe(1280n)
-    leases.took(take.lease, take.amount, 1_000_000n - 1280n)
+    expect(take.amount).toBe(2560n)
+    leases.took(take.lease, take.amount, 1_000_000n - 2560n)
     expect(leases.claim("acct", 10n, "rcpt_0")?.id).toBe(take.lease.id)
-    expect(take.lease.left).toBe(1270n)
+    expect(take.lease.left).toBe(2550n)
     // It asks for half the share the database grants (a sixteenth): a 32nd of 3,200 is 100, ten calls' worth.
     const small = pool()
     for (let i = 1; i < 8; i++) small.saw("a", 10n, 3_200n)
@@ -48,32 +48,32 @@ describe("the lease pool", () => {
     for (let i = 1; i < 8; i++) leases.saw("acct", 10n, 1_000_000n)
     const take = leases.saw("acct", 10n, 1_000_000n)!
     leases.took(take.lease, take.amount, 999_000n)
-    const claimed = Array.from({ length: 64 }, (_, i) => leases.claim("acct", 10n, `rcpt_${i}`)!)
-    expect(take.lease.left).toBe(640n)
+    const claimed = Array.from({ length: 128 }, (_, i) => leases.claim("acct", 10n, `rcpt_${i}`)!)
+    expect(take.lease.left).toBe(1280n)
     expect(leases.refill(claimed[0]!)).toBeUndefined() // half left: no take yet
-    leases.claim("acct", 10n, "rcpt_64")
-    expect(take.lease.left).toBe(630n)
-    expect(take.lease.open.size).toBe(65)
+    leases.claim("acct", 10n, "rcpt_128")
+    expect(take.lease.left).toBe(1270n)
+    expect(take.lease.open.size).toBe(129)
     const refill = leases.refill(claimed[0]!)!
-    expect(refill.amount).toBe(650n)
+    expect(refill.amount).toBe(1290n)
     expect(leases.refill(claimed[0]!)).toBeUndefined() // one take at a time
     leases.took(refill.lease, 0n, 100n) // refused: the account ran low meanwhile
     // What covers says is what a claim would do, without claiming.
-    expect(leases.covers("acct", 630n)).toBe(true)
-    expect(leases.covers("acct", 631n)).toBe(false)
-    expect(take.lease.left).toBe(630n)
+    expect(leases.covers("acct", 1270n)).toBe(true)
+    expect(leases.covers("acct", 1271n)).toBe(false)
+    expect(take.lease.left).toBe(1270n)
     expect(leases.covers("other", 1n)).toBe(false)
-    expect(leases.claim("acct", 631n, "rcpt_65")).toBeUndefined()
+    expect(leases.claim("acct", 1271n, "rcpt_129")).toBeUndefined()
     leases.ended(take.lease.id, "rcpt_0", 10n) // released: its credit is back
     leases.ended(take.lease.id, "rcpt_1", 0n) // settled: its credit left with the settlement
-    expect(take.lease.left).toBe(640n)
-    expect(take.lease.open.size).toBe(63)
+    expect(take.lease.left).toBe(1280n)
+    expect(take.lease.open.size).toBe(127)
     // A call ends once: settled again (a journal's replay), or released after, it changes nothing.
     leases.ended(take.lease.id, "rcpt_0", 10n)
     leases.ended(take.lease.id, "rcpt_1", 0n)
-    leases.ended(take.lease.id, "rcpt_65", 10n) // never held from it
-    expect(take.lease.left).toBe(640n)
-    expect(take.lease.open.size).toBe(63)
+    leases.ended(take.lease.id, "rcpt_129", 10n) // never held from it
+    expect(take.lease.left).toBe(1280n)
+    expect(take.lease.open.size).toBe(127)
   })
 
   it("gives back a lease idle for a sweep with no call open, or closing once its calls end", () => {
@@ -153,8 +153,8 @@ describe("credit leases on the database", () => {
     const leased = made.at(-1)!
     expect(leased.leaseId).toBeDefined()
     expect(made.filter((reservation) => reservation.leaseId === undefined).length).toBeGreaterThanOrEqual(8)
-    // 128 calls' worth of 0.01 (a sixteenth of ~100 is more); the call held from it is still in it.
-    expect(await leaseRows(account.id)).toEqual([{ amount: "1.280000000" }])
+    // 256 calls' worth of 0.01 (a 32nd of ~100 is more); the call held from it is still in it.
+    expect(await leaseRows(account.id)).toEqual([{ amount: "2.560000000" }])
     // No row for the leased call yet: the lease holds its credit.
     expect(await gateway.query("SELECT id FROM reservations WHERE id = $1", [leased.id])).toEqual([])
 
@@ -173,7 +173,7 @@ describe("credit leases on the database", () => {
     expect(events[0]!.type).toBe("payment.reserved")
     expect(events.map((event) => event.type).sort()).toEqual(["payment.reserved", "payment.settled", "provider.route", "receipt.created"])
     // The settled call's credit left the lease; the rest stays leased until the account is idle.
-    expect(await leaseRows(account.id)).toEqual([{ amount: "1.270000000" }])
+    expect(await leaseRows(account.id)).toEqual([{ amount: "2.550000000" }])
     expect(await heldForCalls(gateway.query, account.id)).toBe("0.000000000")
     const [balance] = await gateway.query<{ balance: string }>("SELECT balance_usd::text AS balance FROM accounts WHERE id = $1", [account.id])
     expect(usd(balance!.balance)).toBe(usd("100") - usd("0.004") * BigInt(made.length))
