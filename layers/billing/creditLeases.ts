@@ -17,7 +17,7 @@ import { LEASE_SHARE } from "./ledgerLease.ts"
 
 /**
  * The most calls' worth a lease holds. It is taken again at half, and a take waits in the account's
- * turn behind the settlement statement in flight (~10 ms at 50 connections here): with 128, a
+ * turn behind the settlement statement in flight (~10 ms at 32 connections here): with 128, a
  * busy account's lease ran dry before its take came back, and about one call in a hundred was
  * reserved alone, waiting for both statements (docs/performance.md, item 78).
  */
