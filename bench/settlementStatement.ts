@@ -81,7 +81,7 @@ export const settlementBench = async () => {
     await client.query("ANALYZE")
 
     // Rounds interleaved, medians shown: the machine's pace drifts more than these rows differ.
-    // `BENCH_SETTLE_BATCHES=64,128,256`: other batch sizes (a hot account's batches go as 64 and ~33 at 50 connections).
+    // `BENCH_SETTLE_BATCHES=64,128,256`: other batch sizes (a hot account's batches went as 64 and ~33 in bench/billing.ts).
     const batches = (process.env.BENCH_SETTLE_BATCHES ?? "1,8,64").split(",").map(Number)
     const configs = batches.flatMap((batch) =>
       [CALL_EVENTS, []].map((events) => ({ batch, events, cpu: [] as Array<number>, wall: [] as Array<number> }))

@@ -26,6 +26,8 @@ import type { LeaseGrant, LedgerAnswer, LedgerItem } from "./ledgerRows.ts"
 const LEASE_SWEEP_MS = 1000
 
 type ReserveInput = { readonly accountId: string; readonly requestId: string; readonly amount: bigint }
+/** How the ledger reserves a call with a statement of its own. */
+type ReserveAlone = (input: ReserveInput) => Effect.Effect<Reservation, InsufficientFunds>
 
 export const makeLeasedHolds = (options: {
   readonly turns: SerialBatches<LedgerItem, LedgerAnswer, InsufficientFunds>
@@ -36,7 +38,7 @@ export const makeLeasedHolds = (options: {
 }): Effect.Effect<{
   readonly reserve: (
     input: ReserveInput,
-    alone: (input: ReserveInput) => Effect.Effect<Reservation, InsufficientFunds>
+    alone: ReserveAlone
   ) => Effect.Effect<Reservation, InsufficientFunds>
   /** Whether the account's lease covers `amount` now: `reserve` would answer at once. */
   readonly covers: (accountId: string, amount: bigint) => boolean
@@ -88,7 +90,7 @@ export const makeLeasedHolds = (options: {
     yield* Effect.addFinalizer(() => Effect.forEach(leases.all(), giveBack, { discard: true }))
 
     /** A reservation made on its own; what it saw available may grant a lease for the next calls. */
-    const reservedAlone = (input: ReserveInput, alone: (input: ReserveInput) => Effect.Effect<Reservation, InsufficientFunds>) =>
+    const reservedAlone = (input: ReserveInput, alone: ReserveAlone) =>
       alone(input).pipe(Effect.tapBoth({
         onFailure: () => Effect.sync(() => leases.refused(input.accountId)),
         onSuccess: (made) => {
