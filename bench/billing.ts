@@ -26,7 +26,7 @@ import { randomBytes } from "node:crypto"
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { performance } from "node:perf_hooks"
+import { constants as perfConstants, monitorEventLoopDelay, performance, PerformanceObserver } from "node:perf_hooks"
 import { fileURLToPath } from "node:url"
 import { HttpServer } from "@effect/platform"
 import { NoopLedger } from "./noopLedger.ts"
@@ -172,11 +172,23 @@ const gatewayProcess = async (target: Target) => {
     rmSync(dir, { recursive: true, force: true })
     process.exit(0)
   }
+  // How long calls wait for the event loop, and for the collector's pauses, between two `stats`.
+  const loopDelay = monitorEventLoopDelay({ resolution: 1 })
+  loopDelay.enable()
+  const gc = { pauseMs: 0, majors: 0 }
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      gc.pauseMs += entry.duration
+      if ((entry.detail as { kind?: number } | undefined)?.kind === perfConstants.NODE_PERFORMANCE_GC_MAJOR) gc.majors += 1
+    }
+  }).observe({ entryTypes: ["gc"] })
   process.on("message", (message) => {
     if (message === "stop") return stop()
     if (message === "stats") {
       const { user, system } = process.cpuUsage()
-      process.send!({ stats: { cpuMicros: user + system, db: structuredClone(counters) } })
+      const loop = { p50: loopDelay.percentile(50) / 1e6, p99: loopDelay.percentile(99) / 1e6, max: loopDelay.max / 1e6 }
+      loopDelay.reset()
+      process.send!({ stats: { cpuMicros: user + system, db: structuredClone(counters), loop, gc: { ...gc } } })
     }
   })
   process.on("disconnect", stop)
@@ -219,6 +231,10 @@ const postgresCpuMicros = () => {
 interface Stats {
   cpuMicros: number
   db: DbCounters
+  /** Event-loop delay since the last `stats`, ms. */
+  loop: { p50: number; p99: number; max: number }
+  /** The collector's pauses so far: ms, and how many were full (mark-compact). */
+  gc: { pauseMs: number; majors: number }
 }
 
 const main = async () => {
@@ -351,6 +367,9 @@ const main = async () => {
         connectsPerRequest: (after.db.connects - before.db.connects) / n,
         connectWaitMsPerRequest: (after.db.connectWaitMs - before.db.connectWaitMs) / n,
         byKind,
+        loop: after.loop,
+        gcPauseMsPerSecond: (after.gc.pauseMs - before.gc.pauseMs) / seconds,
+        gcMajors: after.gc.majors - before.gc.majors,
         active: mean((s) => s.active),
         idleInTx: mean((s) => s.idleInTx),
         lockWait: mean((s) => s.lockWait),
@@ -402,6 +421,10 @@ const main = async () => {
       `${f0(med(xs, (m) => m.rps))} · ${f2(med(xs, (m) => m.p50))} / ${f2(med(xs, (m) => m.p99))} · ${
         f0(med(xs, (m) => m.cpuPerRequest))
       } · ${f0(med(xs, (m) => m.pgCpuPerRequest))}`
+    const loopCell = (xs: Array<Measured>) =>
+      `${f2(med(xs, (m) => m.loop.p50))} / ${f2(med(xs, (m) => m.loop.p99))} / ${f1(med(xs, (m) => m.loop.max))} · ${
+        f1(med(xs, (m) => m.gcPauseMsPerSecond))
+      } · ${f1(med(xs, (m) => m.gcMajors))}`
     const perRound = (f: (b: Measured, u: Measured) => number) => runs.billed.map((b, i) => f(b, runs.unbilled[i]!))
     const ratios = perRound((b, u) => b.rps / u.rps)
     const errors = (t: Target) => runs[t].reduce((n, m) => n + m.errors, 0)
@@ -415,6 +438,7 @@ const main = async () => {
         cell(runs.unbilled)
       } | **${f2(median(ratios))}** (${ratios.map(f2).join(", ")}) |`,
       `| gateway CPU/req, billed ÷ unbilled | | | ${f2(median(perRound((b, u) => b.cpuPerRequest / u.cpuPerRequest)))} |`,
+      `| event-loop delay p50 / p99 / max ms · GC pause ms a second · full GCs | ${loopCell(runs.billed)} | ${loopCell(runs.unbilled)} | |`,
       "",
       "Where a call's database time goes (medians over rounds; per request unless noted):",
       "",
@@ -441,11 +465,11 @@ const main = async () => {
     for (const kind of kinds) {
       const per = (m: Measured) => m.byKind[kind] ?? { n: 0, ms: 0 }
       lines.push(
-        `| · ${kind}: count/req · mean ms | ${f2(med(runs.billed, (m) => per(m).n / Math.max(1, m.requests)))} · ${
+        `| · ${kind}: count per 1,000 calls · mean ms | ${f1(med(runs.billed, (m) => 1000 * per(m).n / Math.max(1, m.requests)))} · ${
           f2(med(runs.billed, (m) => per(m).ms / Math.max(1, per(m).n)))
         } | ${
           runs.unbilled.some((m) => per(m).n > 0)
-            ? `${f2(med(runs.unbilled, (m) => per(m).n / Math.max(1, m.requests)))} · ${
+            ? `${f1(med(runs.unbilled, (m) => 1000 * per(m).n / Math.max(1, m.requests)))} · ${
               f2(med(runs.unbilled, (m) => per(m).ms / Math.max(1, per(m).n)))
             }`
             : "–"

@@ -25,14 +25,14 @@ describe("the lease pool", () => {
   let n = 0
   const pool = () => makeCreditLeases(() => `lse_${++n}`)
 
-  it("leases to a busy account only, at most a sixteenth of what it had available and 256 calls' worth", () => {
+  it("leases to a busy account only, at most a sixteenth of what it had available and 1,024 calls' worth", () => {
     const leases = pool()
     for (let i = 1; i < 8; i++) expect(leases.saw("acct", 10n, 1_000_000n)).toBeUndefined()
     const take = leases.saw("acct", 10n, 1_000_000n)!
-    expect(take.amount).toBe(2560n)
-    leases.took(take.lease, take.amount, 1_000_000n - 2560n)
+    expect(take.amount).toBe(10240n)
+    leases.took(take.lease, take.amount, 1_000_000n - 10240n)
     expect(leases.claim("acct", 10n, "rcpt_0")?.id).toBe(take.lease.id)
-    expect(take.lease.left).toBe(2550n)
+    expect(take.lease.left).toBe(10230n)
     // It asks for half the share the database grants (a sixteenth): a 32nd of 3,200 is 100, ten calls' worth.
     const small = pool()
     for (let i = 1; i < 8; i++) small.saw("a", 10n, 3_200n)
@@ -48,32 +48,32 @@ describe("the lease pool", () => {
     for (let i = 1; i < 8; i++) leases.saw("acct", 10n, 1_000_000n)
     const take = leases.saw("acct", 10n, 1_000_000n)!
     leases.took(take.lease, take.amount, 999_000n)
-    const claimed = Array.from({ length: 128 }, (_, i) => leases.claim("acct", 10n, `rcpt_${i}`)!)
-    expect(take.lease.left).toBe(1280n)
+    const claimed = Array.from({ length: 512 }, (_, i) => leases.claim("acct", 10n, `rcpt_${i}`)!)
+    expect(take.lease.left).toBe(5120n)
     expect(leases.refill(claimed[0]!)).toBeUndefined() // half left: no take yet
-    leases.claim("acct", 10n, "rcpt_128")
-    expect(take.lease.left).toBe(1270n)
-    expect(take.lease.open.size).toBe(129)
+    leases.claim("acct", 10n, "rcpt_512")
+    expect(take.lease.left).toBe(5110n)
+    expect(take.lease.open.size).toBe(513)
     const refill = leases.refill(claimed[0]!)!
-    expect(refill.amount).toBe(1290n)
+    expect(refill.amount).toBe(5130n)
     expect(leases.refill(claimed[0]!)).toBeUndefined() // one take at a time
     leases.took(refill.lease, 0n, 100n) // refused: the account ran low meanwhile
     // What covers says is what a claim would do, without claiming.
-    expect(leases.covers("acct", 1270n)).toBe(true)
-    expect(leases.covers("acct", 1271n)).toBe(false)
-    expect(take.lease.left).toBe(1270n)
+    expect(leases.covers("acct", 5110n)).toBe(true)
+    expect(leases.covers("acct", 5111n)).toBe(false)
+    expect(take.lease.left).toBe(5110n)
     expect(leases.covers("other", 1n)).toBe(false)
-    expect(leases.claim("acct", 1271n, "rcpt_129")).toBeUndefined()
+    expect(leases.claim("acct", 5111n, "rcpt_513")).toBeUndefined()
     leases.ended(take.lease.id, "rcpt_0", 10n) // released: its credit is back
     leases.ended(take.lease.id, "rcpt_1", 0n) // settled: its credit left with the settlement
-    expect(take.lease.left).toBe(1280n)
-    expect(take.lease.open.size).toBe(127)
+    expect(take.lease.left).toBe(5120n)
+    expect(take.lease.open.size).toBe(511)
     // A call ends once: settled again (a journal's replay), or released after, it changes nothing.
     leases.ended(take.lease.id, "rcpt_0", 10n)
     leases.ended(take.lease.id, "rcpt_1", 0n)
-    leases.ended(take.lease.id, "rcpt_129", 10n) // never held from it
-    expect(take.lease.left).toBe(1280n)
-    expect(take.lease.open.size).toBe(127)
+    leases.ended(take.lease.id, "rcpt_513", 10n) // never held from it
+    expect(take.lease.left).toBe(5120n)
+    expect(take.lease.open.size).toBe(511)
   })
 
   it("gives back a lease idle for a sweep with no call open, or closing once its calls end", () => {
@@ -148,13 +148,13 @@ describe("credit leases on the database", () => {
   }
 
   it("holds a busy account's calls from a lease, each still ending with its reservation row, events and receipt", async () => {
-    const account = await gateway.account({ credit: "100" })
+    const account = await gateway.account({ credit: "400" })
     const made = await untilLeased(account.id)
     const leased = made.at(-1)!
     expect(leased.leaseId).toBeDefined()
     expect(made.filter((reservation) => reservation.leaseId === undefined).length).toBeGreaterThanOrEqual(8)
-    // 256 calls' worth of 0.01 (a 32nd of ~100 is more); the call held from it is still in it.
-    expect(await leaseRows(account.id)).toEqual([{ amount: "2.560000000" }])
+    // 1,024 calls' worth of 0.01 (a 32nd of ~400 is more); the call held from it is still in it.
+    expect(await leaseRows(account.id)).toEqual([{ amount: "10.240000000" }])
     // No row for the leased call yet: the lease holds its credit.
     expect(await gateway.query("SELECT id FROM reservations WHERE id = $1", [leased.id])).toEqual([])
 
@@ -173,10 +173,10 @@ describe("credit leases on the database", () => {
     expect(events[0]!.type).toBe("payment.reserved")
     expect(events.map((event) => event.type).sort()).toEqual(["payment.reserved", "payment.settled", "provider.route", "receipt.created"])
     // The settled call's credit left the lease; the rest stays leased until the account is idle.
-    expect(await leaseRows(account.id)).toEqual([{ amount: "2.550000000" }])
+    expect(await leaseRows(account.id)).toEqual([{ amount: "10.230000000" }])
     expect(await heldForCalls(gateway.query, account.id)).toBe("0.000000000")
     const [balance] = await gateway.query<{ balance: string }>("SELECT balance_usd::text AS balance FROM accounts WHERE id = $1", [account.id])
-    expect(usd(balance!.balance)).toBe(usd("100") - usd("0.004") * BigInt(made.length))
+    expect(usd(balance!.balance)).toBe(usd("400") - usd("0.004") * BigInt(made.length))
     expect(await moneyViolations(gateway.query)).toEqual([])
 
     // Idle for a sweep (a second, or two): the lease goes back.

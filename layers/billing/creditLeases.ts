@@ -1,7 +1,7 @@
 /**
  * A process's credit leases, one per account, held in process. Far from an
  * account's balance's end, the process reserves more than a call asks for
- * (up to 256 calls' worth, and at most a sixteenth of what the account had
+ * (up to 1,024 calls' worth, and at most a sixteenth of what the account had
  * available), and its next calls are held from that lease with no statement:
  * nothing waits for the database before a call is answered. A call held from
  * a lease gets its reservation row when it is settled (the credit then leaves
@@ -17,11 +17,11 @@ import { LEASE_SHARE } from "./ledgerLease.ts"
 
 /**
  * The most calls' worth a lease holds. It is taken again at half, and a take waits in the account's
- * turn behind the settlement statement in flight (~10 ms at 32 connections here): with 128, a
- * busy account's lease ran dry before its take came back, and about one call in a hundred was
- * reserved alone, waiting for both statements (docs/performance.md, item 78).
+ * turn behind the settlement statement in flight (10–25 ms at 32 connections here, longer at its
+ * tail): with 256, a busy account's lease ran dry four times in a thousand calls, whose calls then
+ * waited for a statement each, doubling the p99 (docs/performance.md, items 78 and 79).
  */
-const MAX_LEASE_CALLS = 256n
+const MAX_LEASE_CALLS = 1024n
 
 /** A lease is worth taking only for at least this many calls' worth. */
 const MIN_LEASE_CALLS = 4n
