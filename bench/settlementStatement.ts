@@ -24,8 +24,11 @@ import { procCpuMicros } from "./processes.ts"
 
 /** Settlements made before each measurement: tables and indexes past their first pages. */
 const WARM_CALLS = 5_000
-/** Calls settled in each round of a measurement, and its rounds. */
-const ROUND_CALLS = 2_048
+/**
+ * Calls settled in each round of a measurement, and its rounds. /proc counts CPU in 10 ms ticks, ~5 µs
+ * a call at 2,048: `BENCH_SETTLE_ROUND_CALLS=16384` to tell apart changes of a few µs.
+ */
+const ROUND_CALLS = Number(process.env.BENCH_SETTLE_ROUND_CALLS ?? 2_048)
 const ROUNDS = 5
 
 /** The routing and privacy events a served call writes with its receipt (docs/events.md). */
@@ -81,7 +84,7 @@ export const settlementBench = async () => {
     await client.query("ANALYZE")
 
     // Rounds interleaved, medians shown: the machine's pace drifts more than these rows differ.
-    // `BENCH_SETTLE_BATCHES=64,128,256`: other batch sizes (a hot account's batches went as 64 and ~33 in bench/billing.ts).
+    // `BENCH_SETTLE_BATCHES=64,128,256`: other batch sizes (a hot account's went as ~250 in bench/billing.ts in session 34).
     const batches = (process.env.BENCH_SETTLE_BATCHES ?? "1,8,64").split(",").map(Number)
     const configs = batches.flatMap((batch) =>
       [CALL_EVENTS, []].map((events) => ({ batch, events, cpu: [] as Array<number>, wall: [] as Array<number> }))
