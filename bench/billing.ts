@@ -179,7 +179,7 @@ const gatewayProcess = async (target: Target) => {
   new PerformanceObserver((list) => {
     for (const entry of list.getEntries()) {
       gc.pauseMs += entry.duration
-      if ((entry.detail as { kind?: number } | undefined)?.kind === perfConstants.NODE_PERFORMANCE_GC_MAJOR) gc.majors += 1
+      if ((entry as { detail?: { kind?: number } }).detail?.kind === perfConstants.NODE_PERFORMANCE_GC_MAJOR) gc.majors += 1
     }
   }).observe({ entryTypes: ["gc"] })
   process.on("message", (message) => {

@@ -75,7 +75,7 @@ export const settlementBench = async () => {
     })
     const settle = async (calls: number, batch: number, events: ReadonlyArray<CallEvent>) => {
       for (let done = 0; done < calls; done += batch) {
-        const input = Array.from({ length: batch }, (_, i) => settlementInput(item(events), i + 1))
+        const input = Array.from({ length: batch }, () => settlementInput(item(events)))
         const { rowCount } = await client.query({ name: "settle", text: SETTLE, values: [JSON.stringify(input), accountId] })
         if (rowCount !== batch) throw new Error(`a settlement of ${batch} calls wrote ${rowCount} receipts`)
       }

@@ -25,7 +25,7 @@ import {
   type ReservationRow
 } from "./ledgerReserve.ts"
 import type { ReserveItem, SettledRow, SettleItem } from "./ledgerRows.ts"
-import { SETTLEMENT_CLOSING, SETTLEMENT_COLUMNS, SETTLEMENT_WRITES, type makeSettleBatch } from "./ledgerSettle.ts"
+import { type makeSettleBatch, SETTLEMENT_CLOSING, SETTLEMENT_WRITES, settlementRows } from "./ledgerSettle.ts"
 
 /**
  * $1 the settlements (JSON, `settlementInput`), $2 the account, $3 the lease in seconds, $4 the
@@ -33,8 +33,7 @@ import { SETTLEMENT_CLOSING, SETTLEMENT_COLUMNS, SETTLEMENT_WRITES, type makeSet
  * `reserved` row per reservation made.
  */
 export const TURN = `
-  WITH RECURSIVE input AS (
-    SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(${SETTLEMENT_COLUMNS})
+  WITH RECURSIVE input AS (${settlementRows("$1")}
   ), reserve_input AS (
     SELECT * FROM jsonb_to_recordset($4::jsonb) AS x(${RESERVATION_COLUMNS})
   ), ${SETTLEMENT_CLOSING}, settled_sum AS (
@@ -77,7 +76,7 @@ export const makeLedgerTurn = (
   Effect.gen(function*() {
     const reservations = reservationInput(ids, reserving)
     const rows = yield* run<TurnRow>(TURN, [
-      JSON.stringify(settling.map((item, i) => settlement.settlementInput(item, i + 1))),
+      JSON.stringify(settling.map(settlement.settlementInput)),
       accountId,
       lease,
       JSON.stringify(reservations)
