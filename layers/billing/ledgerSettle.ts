@@ -16,6 +16,7 @@ import type { Receipt } from "../../services/Ledger.ts"
 import { isDatabaseOutage } from "../../services/DatabaseStatus.ts"
 import { formatUsd, fromNumericColumn, type Nanos } from "../../services/Money.ts"
 import { keptInReceipt } from "../events/receiptEvents.ts"
+import { type JsonField, jsonRows } from "../storage/jsonRows.ts"
 import type { StatementRunner } from "../storage/pgPool.ts"
 import { billProblem, refusedBill } from "./billCheck.ts"
 import { lineItemColumn, type SettleItem, settledReceipt, type SettledRow } from "./ledgerRows.ts"
@@ -25,7 +26,7 @@ const usd = formatUsd
 const min = (a: Nanos, b: Nanos) => (a < b ? a : b)
 
 /** A settlement's input fields, in the order of each call's JSON array (`settlementInput`). */
-const SETTLEMENT_FIELDS: ReadonlyArray<readonly [name: string, type: string]> = [
+const SETTLEMENT_FIELDS: ReadonlyArray<JsonField> = [
   ["id", "text"], ["request_id", "text"], ["endpoint", "text"], ["model", "text"], ["tier", "text"],
   ["privacy_class", "text"], ["input_tokens", "int"], ["output_tokens", "int"], ["input_price", "numeric"],
   ["output_price", "numeric"], ["upstream", "numeric"], ["total", "numeric"], ["estimated", "numeric"],
@@ -35,18 +36,11 @@ const SETTLEMENT_FIELDS: ReadonlyArray<readonly [name: string, type: string]> = 
 ]
 
 /**
- * A settlement's input rows, from parameter `param`: a JSON array of one array per call
- * (`settlementInput`), with `ord` its place in the batch. Arrays, not objects of 24 keys: PostgreSQL
- * parses and sorts every object's keys, then looks each column up by name, and parsing the input
- * was a quarter of its time on a hot account (docs/performance.md, item 80). A JSON null is SQL's NULL.
+ * A settlement's input rows from parameter `param`, one JSON array a call (layers/storage/jsonRows.ts),
+ * with `ord` its place in the batch: parsing objects of 24 keys was a quarter of PostgreSQL's time on a
+ * hot account (docs/performance.md, item 80).
  */
-export const settlementRows = (param: string) => `
-    SELECT ord::int, ${
-  SETTLEMENT_FIELDS.map(([name, type], i) =>
-    type === "jsonb" ? `nullif(call -> ${i}, 'null') AS ${name}` : `(call ->> ${i})::${type} AS ${name}`
-  ).join(", ")
-}
-    FROM jsonb_array_elements(${param}::jsonb) WITH ORDINALITY AS element(call, ord)`
+export const settlementRows = (param: string) => jsonRows(param, SETTLEMENT_FIELDS)
 
 /**
  * What a settlement writes once its account row is charged (`charged`, with `balance_before`):

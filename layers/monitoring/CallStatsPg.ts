@@ -16,6 +16,7 @@ import { CallStats, type FinishedCall } from "../../services/CallStats.ts"
 import { AppConfig } from "../../services/Config.ts"
 import { warnUnlessOutage } from "../../services/DatabaseStatus.ts"
 import { formatUsd } from "../../services/Money.ts"
+import { jsonFieldList, type JsonField } from "../storage/jsonRows.ts"
 import { HOUR_MS, makeCallBuckets, MINUTE_MS } from "./callBuckets.ts"
 import { callWindow, type StatsRow } from "./callWindow.ts"
 
@@ -25,20 +26,27 @@ const MINUTE_WINDOWS_UP_TO = 6 * HOUR_MS
 
 
 
-const recordRow = (call: FinishedCall) => ({
-  request_id: call.requestId,
-  account_id: call.accountId,
-  key_id: call.keyId ?? null,
-  endpoint: call.endpoint,
-  status: call.status,
-  code: call.code ?? null,
-  latency_ms: call.latencyMs,
-  ttft_ms: call.ttftMs ?? null,
-  input_tokens: call.inputTokens,
-  output_tokens: call.outputTokens,
-  spend: formatUsd(call.spend),
-  ended_ms: call.endedAt
-})
+/** A call record's fields, in the order of its JSON array (`recordRow`; layers/storage/jsonRows.ts). */
+const RECORD_FIELDS: ReadonlyArray<JsonField> = [
+  ["request_id", "text"], ["account_id", "text"], ["key_id", "text"], ["endpoint", "text"], ["status", "int"],
+  ["code", "text"], ["latency_ms", "float8"], ["ttft_ms", "float8"], ["input_tokens", "int"],
+  ["output_tokens", "int"], ["spend", "numeric"], ["ended_ms", "float8"]
+]
+
+const recordRow = (call: FinishedCall) => [
+  call.requestId,
+  call.accountId,
+  call.keyId ?? null,
+  call.endpoint,
+  call.status,
+  call.code ?? null,
+  call.latencyMs,
+  call.ttftMs ?? null,
+  call.inputTokens,
+  call.outputTokens,
+  formatUsd(call.spend),
+  call.endedAt
+]
 
 export const CallStatsPg = Layer.scoped(
   CallStats,
@@ -47,6 +55,7 @@ export const CallStatsPg = Layer.scoped(
     const { file } = yield* AppConfig
     const instance = `${hostname()}/${process.pid}/${randomBytes(6).toString("hex")}`
     const buckets = makeCallBuckets()
+    const RECORD_LIST = sql.literal(jsonFieldList(RECORD_FIELDS))
     let waiting: Array<FinishedCall> = []
 
     const writeRecords = (records: ReadonlyArray<FinishedCall>) =>
@@ -56,9 +65,7 @@ export const CallStatsPg = Layer.scoped(
           spend_usd, ended_at)
         SELECT request_id, account_id, key_id, endpoint, status, code, latency_ms, ttft_ms, input_tokens, output_tokens,
                spend, to_timestamp(ended_ms / 1000)
-        FROM jsonb_to_recordset(${JSON.stringify(records.map(recordRow))}::jsonb) AS x(
-          request_id text, account_id text, key_id text, endpoint text, status int, code text, latency_ms float8,
-          ttft_ms float8, input_tokens int, output_tokens int, spend numeric, ended_ms float8)
+        FROM (SELECT ${RECORD_LIST} FROM jsonb_array_elements(${JSON.stringify(records.map(recordRow))}::jsonb) AS element(item)) x
         ON CONFLICT (request_id) DO NOTHING`.pipe(Effect.asVoid)
 
     const writeBuckets = (rows: ReturnType<ReturnType<typeof makeCallBuckets>["changed"]>["rows"]) =>
