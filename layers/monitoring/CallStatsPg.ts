@@ -55,7 +55,7 @@ export const CallStatsPg = Layer.scoped(
     const { file } = yield* AppConfig
     const instance = `${hostname()}/${process.pid}/${randomBytes(6).toString("hex")}`
     const buckets = makeCallBuckets()
-    const RECORD_LIST = sql.literal(jsonFieldList(RECORD_FIELDS))
+    const recordFields = sql.literal(jsonFieldList(RECORD_FIELDS))
     let waiting: Array<FinishedCall> = []
 
     const writeRecords = (records: ReadonlyArray<FinishedCall>) =>
@@ -65,7 +65,7 @@ export const CallStatsPg = Layer.scoped(
           spend_usd, ended_at)
         SELECT request_id, account_id, key_id, endpoint, status, code, latency_ms, ttft_ms, input_tokens, output_tokens,
                spend, to_timestamp(ended_ms / 1000)
-        FROM (SELECT ${RECORD_LIST} FROM jsonb_array_elements(${JSON.stringify(records.map(recordRow))}::jsonb) AS element(item)) x
+        FROM (SELECT ${recordFields} FROM jsonb_array_elements(${JSON.stringify(records.map(recordRow))}::jsonb) AS element(item)) x
         ON CONFLICT (request_id) DO NOTHING`.pipe(Effect.asVoid)
 
     const writeBuckets = (rows: ReturnType<ReturnType<typeof makeCallBuckets>["changed"]>["rows"]) =>
