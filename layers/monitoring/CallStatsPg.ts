@@ -16,15 +16,13 @@ import { CallStats, type FinishedCall } from "../../services/CallStats.ts"
 import { AppConfig } from "../../services/Config.ts"
 import { warnUnlessOutage } from "../../services/DatabaseStatus.ts"
 import { formatUsd } from "../../services/Money.ts"
-import { jsonFieldList, type JsonField } from "../storage/jsonRows.ts"
+import { type JsonField, jsonRows } from "../storage/jsonRows.ts"
 import { HOUR_MS, makeCallBuckets, MINUTE_MS } from "./callBuckets.ts"
 import { callWindow, type StatsRow } from "./callWindow.ts"
 
 const MAX_WAITING_RECORDS = 10_000
 /** Windows up to this long read minute buckets. */
 const MINUTE_WINDOWS_UP_TO = 6 * HOUR_MS
-
-
 
 /** A call record's fields, in the order of its JSON array (`recordRow`; layers/storage/jsonRows.ts). */
 const RECORD_FIELDS: ReadonlyArray<JsonField> = [
@@ -48,6 +46,16 @@ const recordRow = (call: FinishedCall) => [
   call.endedAt
 ]
 
+/** The new records in one statement: $1 their rows (`recordRow`); one already written is skipped. */
+const WRITE_RECORDS = `
+  INSERT INTO call_records (
+    request_id, account_id, key_id, endpoint, status, code, latency_ms, ttft_ms, input_tokens, output_tokens,
+    spend_usd, ended_at)
+  SELECT request_id, account_id, key_id, endpoint, status, code, latency_ms, ttft_ms, input_tokens, output_tokens,
+         spend, to_timestamp(ended_ms / 1000)
+  FROM (${jsonRows("$1", RECORD_FIELDS)}) input
+  ON CONFLICT (request_id) DO NOTHING`
+
 export const CallStatsPg = Layer.scoped(
   CallStats,
   Effect.gen(function*() {
@@ -55,18 +63,12 @@ export const CallStatsPg = Layer.scoped(
     const { file } = yield* AppConfig
     const instance = `${hostname()}/${process.pid}/${randomBytes(6).toString("hex")}`
     const buckets = makeCallBuckets()
-    const recordFields = sql.literal(jsonFieldList(RECORD_FIELDS))
     let waiting: Array<FinishedCall> = []
 
     const writeRecords = (records: ReadonlyArray<FinishedCall>) =>
-      records.length === 0 ? Effect.void : sql`
-        INSERT INTO call_records (
-          request_id, account_id, key_id, endpoint, status, code, latency_ms, ttft_ms, input_tokens, output_tokens,
-          spend_usd, ended_at)
-        SELECT request_id, account_id, key_id, endpoint, status, code, latency_ms, ttft_ms, input_tokens, output_tokens,
-               spend, to_timestamp(ended_ms / 1000)
-        FROM (SELECT ${recordFields} FROM jsonb_array_elements(${JSON.stringify(records.map(recordRow))}::jsonb) AS element(item)) x
-        ON CONFLICT (request_id) DO NOTHING`.pipe(Effect.asVoid)
+      records.length === 0
+        ? Effect.void
+        : Effect.asVoid(sql.unsafe(WRITE_RECORDS, [JSON.stringify(records.map(recordRow))]))
 
     const writeBuckets = (rows: ReturnType<ReturnType<typeof makeCallBuckets>["changed"]>["rows"]) =>
       rows.length === 0 ? Effect.void : sql`

@@ -9,13 +9,11 @@
 /** A field of such a row: its column name and SQL type. */
 export type JsonField = readonly [name: string, type: string]
 
-/** The select list reading `fields` by place from `item`, one row's jsonb array. */
-export const jsonFieldList = (fields: ReadonlyArray<JsonField>) =>
+/** The rows of parameter `param` (e.g. `$1`), each field read by its place, with `ord` each row's place from 1. */
+export const jsonRows = (param: string, fields: ReadonlyArray<JsonField>) => `
+    SELECT ord::int, ${
   fields.map(([name, type], i) =>
     type === "jsonb" ? `nullif(item -> ${i}, 'null') AS ${name}` : `(item ->> ${i})::${type} AS ${name}`
   ).join(", ")
-
-/** The rows of parameter `param` (e.g. `$1`), with `ord` each one's place from 1. */
-export const jsonRows = (param: string, fields: ReadonlyArray<JsonField>) => `
-    SELECT ord::int, ${jsonFieldList(fields)}
+}
     FROM jsonb_array_elements(${param}::jsonb) WITH ORDINALITY AS element(item, ord)`
