@@ -9,7 +9,7 @@ import { countTokens } from "gpt-tokenizer/encoding/o200k_base"
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { counter, fairCounter, MAX_EXACT_BYTES, MAX_PIECE, segmentsOf, slicedCount, utf8Bytes } from "../layers/billing/tokenCount.ts"
-import { makeCountCache, MIN_CACHED_CHARS } from "../layers/billing/tokenCountCache.ts"
+import { makeCountCache } from "../layers/billing/tokenCountCache.ts"
 
 const exact = (text: string) => countTokens(text, { disallowedSpecial: new Set() })
 
@@ -121,21 +121,22 @@ describe("counting fairly (admission)", () => {
   })
 })
 
-describe("remembering counts of long texts", () => {
+describe("remembering counts of texts", () => {
   const long = prose.join(" ").repeat(20)
 
-  it("remembers a long text's count by its digest, not a short one's, and answers it without counting", () => {
+  it("remembers a text's count by its digest, a short one's too, and answers it without counting", () => {
     const cache = makeCountCache()
     const count = counter(MAX_EXACT_BYTES, cache)
-    expect(count(prose[0]!)).toBe(exact(prose[0]!))
-    expect(prose[0]!.length).toBeLessThan(MIN_CACHED_CHARS)
-    expect(cache.size()).toBe(0)
-    expect(count(long)).toBe(exact(long))
-    expect(cache.size()).toBe(1)
-    // A planted count is what comes back: the second count did not run the tokenizer.
-    cache.set(cache.keyOf(long)!, 7)
-    expect(counter(MAX_EXACT_BYTES, cache)(long)).toBe(7)
-    expect(cache.keyOf(long)).toMatch(/^[A-Za-z0-9+/]{43}=$/) // a SHA-256 digest: the text itself is not kept
+    expect(count("")).toBe(0)
+    expect(cache.size()).toBe(0) // nothing to count, nothing to remember
+    for (const text of ["Hi", long]) {
+      expect(count(text)).toBe(exact(text))
+      // A planted count is what comes back: the second count did not run the tokenizer.
+      cache.set(cache.keyOf(text), 7)
+      expect(counter(MAX_EXACT_BYTES, cache)(text)).toBe(7)
+      expect(cache.keyOf(text)).toMatch(/^[A-Za-z0-9+/]{43}=$/) // a SHA-256 digest: the text itself is not kept
+    }
+    expect(cache.size()).toBe(2)
   })
 
   it("spends the request's budget the same, remembered or not: past it a text counts as its bytes", () => {
@@ -153,7 +154,7 @@ describe("remembering counts of long texts", () => {
     expect(segmentsOf(huge).length).toBeGreaterThan(4)
     const first = await Effect.runPromise(fairCounter(MAX_EXACT_BYTES, cache)(huge))
     expect(first).toBe(slicedCount(huge))
-    cache.set(cache.keyOf(huge)!, 11)
+    cache.set(cache.keyOf(huge), 11)
     expect(Effect.runSync(fairCounter(MAX_EXACT_BYTES, cache)(huge))).toBe(11) // no turn: runSync would throw on one
     fc.assert(fc.property(fc.array(fc.oneof(hostile, fc.constantFrom(long)), { maxLength: 6 }), (texts) => {
       const remembered = counter(MAX_EXACT_BYTES, cache)
@@ -164,7 +165,7 @@ describe("remembering counts of long texts", () => {
 
   it("forgets the least recently used first once full", () => {
     const cache = makeCountCache(2)
-    const [a, b, c] = ["a", "b", "c"].map((letter) => cache.keyOf(letter.repeat(MIN_CACHED_CHARS))!)
+    const [a, b, c] = ["a", "b", "c"].map((letter) => cache.keyOf(letter))
     cache.set(a!, 1)
     cache.set(b!, 2)
     expect(cache.get(a!)).toBe(1) // a is now the most recently used

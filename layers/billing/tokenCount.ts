@@ -20,7 +20,7 @@
  *   length: every token stands for at least one byte, so that is an upper bound.
  *   Ordinary text costs ~0.1 s per MiB to count; high-entropy text (base64,
  *   random letters) ~1–2 s per MiB on a slow core, so the budget bounds that.
- * - A long text counted once is remembered by its digest (tokenCountCache.ts):
+ * - A text counted once is remembered by its digest (tokenCountCache.ts):
  *   a conversation sent again with one more turn costs its new turn's count.
  *   The budget is spent the same either way, so every count is what it was.
  */
@@ -111,16 +111,15 @@ export const slicedCount = (text: string, maxPiece = MAX_PIECE): number => {
 /** The counts this process remembers (a count is a pure function of its text: one cache serves all). */
 const REMEMBERED = makeCountCache()
 
-/** `tokens`, remembered under `key` when the text has one (a short text has none). */
-const remembered = (cache: CountCache, key: string | undefined, tokens: number) => {
-  if (key !== undefined) cache.set(key, tokens)
+/** `tokens`, remembered under `key`. */
+const remembered = (cache: CountCache, key: string, tokens: number) => {
+  cache.set(key, tokens)
   return tokens
 }
 
-/** `slicedCount`, remembered for a long text; a short one (every call has some) allocates nothing here. */
+/** `slicedCount`, remembered. */
 const rememberedCount = (text: string, cache: CountCache): number => {
   const key = cache.keyOf(text)
-  if (key === undefined) return slicedCount(text)
   return cache.get(key) ?? remembered(cache, key, slicedCount(text))
 }
 
@@ -179,7 +178,7 @@ export const fairCounter = (budget = MAX_EXACT_BYTES, cache = REMEMBERED): (text
       left -= bytes
       // A text remembered needs no turns, however long.
       const key = cache.keyOf(text)
-      const known = key === undefined ? undefined : cache.get(key)
+      const known = cache.get(key)
       if (known !== undefined) return Effect.succeed(known)
       const segments = segmentsOf(text)
       if (segments.length === 1) return Effect.succeed(remembered(cache, key, slicedCount(text)))
