@@ -11,9 +11,9 @@ import { Chunk, Effect, FiberRef, Option, type Stream } from "effect"
 import { type ApiError, currentRequestId, envelopeOf } from "../../services/ApiError.ts"
 import type { ChatChunk } from "../../services/Chat.ts"
 import { type Pull, throughPull } from "../../services/pulledStream.ts"
+import { utf8 } from "./utf8.ts"
 
-const encoder = new TextEncoder()
-const frame = (data: string) => encoder.encode(`data: ${data}\n\n`)
+const frame = (data: string) => utf8(`data: ${data}\n\n`)
 const DONE = frame("[DONE]")
 
 /**
@@ -25,7 +25,7 @@ const framesOf = (chunks: Chunk.Chunk<ChatChunk>): Chunk.Chunk<Uint8Array> => {
   if (Chunk.isEmpty(chunks)) return Chunk.empty()
   let text = ""
   for (const chunk of chunks) text += `data: ${JSON.stringify(chunk)}\n\n`
-  return Chunk.of(encoder.encode(text))
+  return Chunk.of(utf8(text))
 }
 
 const errorFrame = (error: ApiError) =>

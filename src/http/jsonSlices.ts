@@ -9,6 +9,7 @@
 import { HttpServerResponse } from "@effect/platform"
 import { Effect, Stream } from "effect"
 import { eventLoopTurn } from "../../plugins/support/eventLoopTurn.ts"
+import { utf8 } from "./utf8.ts"
 
 /** List items encoded between two turns of the event loop (an embedding of 1,536 floats takes ~0.2 ms). */
 export const ITEMS_PER_TURN = 16
@@ -26,10 +27,9 @@ export const jsonResponse = (
   body: unknown,
   options: { readonly status: number; readonly headers: Readonly<Record<string, string>> }
 ) => {
-  if (!isSliceable(body)) return HttpServerResponse.unsafeJson(body, options)
+  if (!isSliceable(body)) return HttpServerResponse.uint8Array(utf8(JSON.stringify(body)), { ...options, contentType: "application/json" })
   const items = body.data
   const [head, tail] = JSON.stringify({ ...body, data: MARKER }).split(MARKER_JSON) as [string, string]
-  const encoder = new TextEncoder()
   const slices = Stream.range(0, Math.ceil(items.length / ITEMS_PER_TURN) - 1).pipe(
     Stream.mapEffect((slice) =>
       Effect.map(eventLoopTurn, () => {
@@ -38,12 +38,12 @@ export const jsonResponse = (
         for (let i = start; i < Math.min(items.length, start + ITEMS_PER_TURN); i++) {
           text += (i === 0 ? "" : ",") + JSON.stringify(items[i])
         }
-        return encoder.encode(text)
+        return utf8(text)
       })
     )
   )
   return HttpServerResponse.stream(
-    Stream.make(encoder.encode(`${head}[`)).pipe(Stream.concat(slices), Stream.concat(Stream.make(encoder.encode(`]${tail}`)))),
+    Stream.make(utf8(`${head}[`)).pipe(Stream.concat(slices), Stream.concat(Stream.make(utf8(`]${tail}`)))),
     { status: options.status, headers: options.headers, contentType: "application/json" }
   )
 }

@@ -10,9 +10,9 @@ import { Effect, FiberRef, Stream } from "effect"
 import type { RunEvent } from "../../services/AgentRuns.ts"
 import { type ApiError, currentRequestId, envelopeOf } from "../../services/ApiError.ts"
 import { toRunRecord, toSourceRecord } from "../handlers/runRecord.ts"
+import { utf8 } from "./utf8.ts"
 
-const encoder = new TextEncoder()
-const frame = (event: string, data: unknown) => encoder.encode(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`)
+const frame = (event: string, data: unknown) => utf8(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`)
 
 const eventFrame = (event: RunEvent) => {
   switch (event._tag) {

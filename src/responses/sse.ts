@@ -4,11 +4,10 @@
  */
 import { HttpServerResponse } from "@effect/platform"
 import type { Stream } from "effect"
+import { utf8 } from "../http/utf8.ts"
 import type { ResponsesEvent } from "./events.ts"
 
-const encoder = new TextEncoder()
-
-export const eventFrame = (event: ResponsesEvent) => encoder.encode(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`)
+export const eventFrame = (event: ResponsesEvent) => utf8(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`)
 
 export const responsesSse = (frames: Stream.Stream<Uint8Array>) =>
   HttpServerResponse.stream(frames, {

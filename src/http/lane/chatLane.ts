@@ -30,6 +30,7 @@ import { checkedJson } from "../checkedJson.ts"
 import { toApiError } from "../Edge.ts"
 import { addRateLimitHeaders } from "../rateLimitHeaders.ts"
 import { principalOf } from "../SecurityLive.ts"
+import { utf8 } from "../utf8.ts"
 import { ServerWithLane } from "./laneServer.ts"
 import { plainChatRequest } from "./plainChatRequest.ts"
 import { writeResponse } from "./writeResponse.ts"
@@ -175,4 +176,4 @@ const inOwnScope = <A, E>(effect: Effect.Effect<A, E, Scope.Scope>): Effect.Effe
       (exit) => Scope.close(scope, exit)
     ))
 
-const jsonError = (status: number, body: string) => HttpServerResponse.text(body, { status, contentType: "application/json" })
+const jsonError = (status: number, body: string) => HttpServerResponse.uint8Array(utf8(body), { status, contentType: "application/json" })
