@@ -27,7 +27,9 @@ export const jsonResponse = (
   body: unknown,
   options: { readonly status: number; readonly headers: Readonly<Record<string, string>> }
 ) => {
-  if (!isSliceable(body)) return HttpServerResponse.uint8Array(utf8(JSON.stringify(body)), { ...options, contentType: "application/json" })
+  if (!isSliceable(body)) {
+    return HttpServerResponse.uint8Array(utf8(JSON.stringify(body)), { ...options, contentType: "application/json" })
+  }
   const items = body.data
   const [head, tail] = JSON.stringify({ ...body, data: MARKER }).split(MARKER_JSON) as [string, string]
   const slices = Stream.range(0, Math.ceil(items.length / ITEMS_PER_TURN) - 1).pipe(
