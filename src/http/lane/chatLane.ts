@@ -11,7 +11,7 @@
  * before. The route stays declared once, in src/api/ChatGroup.ts.
  */
 import type { IncomingMessage, ServerResponse } from "node:http"
-import { HttpServerResponse } from "@effect/platform"
+import type { HttpServerResponse } from "@effect/platform"
 import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
 import { Context, Effect, FiberId, FiberRef, FiberRefs, Layer, ParseResult, Runtime, Schema, Scope } from "effect"
 import { codeOf, currentRequestId, envelopeOf, statusOf } from "../../../services/ApiError.ts"
@@ -27,10 +27,10 @@ import { IdempotencyHeaders } from "../../api/IdempotencyHeader.ts"
 import { makeChatCompletion } from "../../handlers/chatCompletion.ts"
 import { openCall } from "../callRecording.ts"
 import { checkedJson } from "../checkedJson.ts"
+import { jsonResponse } from "../jsonSlices.ts"
 import { toApiError } from "../Edge.ts"
 import { addRateLimitHeaders } from "../rateLimitHeaders.ts"
 import { principalOf } from "../SecurityLive.ts"
-import { utf8 } from "../utf8.ts"
 import { ServerWithLane } from "./laneServer.ts"
 import { plainChatRequest } from "./plainChatRequest.ts"
 import { writeResponse } from "./writeResponse.ts"
@@ -103,7 +103,7 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
           refs.call.facts.code = codeOf(error)
           return written(
             response,
-            jsonError(statusOf(error), JSON.stringify(envelopeOf(error, refs.requestId))),
+            jsonResponse(envelopeOf(error, refs.requestId), { status: statusOf(error), headers: {} }),
             "retryAfterSeconds" in error && error.retryAfterSeconds !== undefined
               ? { "retry-after": String(error.retryAfterSeconds) }
               : {},
@@ -175,5 +175,3 @@ const inOwnScope = <A, E>(effect: Effect.Effect<A, E, Scope.Scope>): Effect.Effe
       Effect.zipRight(FiberRef.set(FiberRef.currentContext, Context.make(Scope.Scope, scope)), effect as Effect.Effect<A, E>),
       (exit) => Scope.close(scope, exit)
     ))
-
-const jsonError = (status: number, body: string) => HttpServerResponse.uint8Array(utf8(body), { status, contentType: "application/json" })
