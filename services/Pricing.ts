@@ -52,7 +52,8 @@ export class Pricing extends Context.Tag("svc/Pricing")<Pricing, {
   readonly countText: (text: string) => number
   /**
    * `countInput` as admission runs it: the same count, giving other fibers turns while a large
-   * input is counted, so one big prompt cannot hold up everyone else's requests.
+   * input is counted, so one big prompt cannot hold up everyone else's requests. Texts as short as
+   * most are counted when it is called, the count its answer at once (services/atOnce.ts).
    */
   readonly countInputFairly: (request: ChatRequest) => Effect.Effect<number>
   /** One request's many texts (embeddings inputs), sharing one budget of exact counting, fairly as above. */

@@ -13,9 +13,10 @@ import { Pricing } from "../../services/Pricing.ts"
 import { PrivacyPolicy } from "../../services/PrivacyPolicy.ts"
 import { RateLimiter } from "../../services/RateLimiter.ts"
 import { SealedPrompts } from "../../services/SealedPrompts.ts"
+import { mapAtOnce, thenAtOnce } from "../../services/atOnce.ts"
 import { withOpenMessages } from "./requestMessages.ts"
 import { checkToolChoice } from "./requestTools.ts"
-import { stageSpan } from "../telemetry/stageSpan.ts"
+import { stage, stageSpan } from "../telemetry/stageSpan.ts"
 
 export const AdmissionLive = Layer.effect(
   Admission,
@@ -25,15 +26,17 @@ export const AdmissionLive = Layer.effect(
     const privacyPolicy = yield* PrivacyPolicy
     const limiter = yield* RateLimiter
     return Admission.of({
+      // Stages that answer at once, chained without a step each (services/atOnce.ts): every chat call runs it.
       chat: (sent, principal) =>
-        Effect.gen(function*() {
-          const request = yield* withOpenMessages(sealedPrompts, sent)
-          yield* checkToolChoice(request)
-          const privacy = yield* privacyPolicy.ask(request)
-          const inputTokens = yield* pricing.countInputFairly(request)
-          const rateLimit = yield* limiter.admit(principal, inputTokens + (requestedMaxTokens(request) ?? 0))
-          return { principal, request, privacy, inputTokens, rateLimit }
-        }).pipe(stageSpan("svc.admission")),
+        stage("svc.admission", () =>
+          thenAtOnce(withOpenMessages(sealedPrompts, sent), (request) =>
+            thenAtOnce(checkToolChoice(request), () =>
+              thenAtOnce(privacyPolicy.ask(request), (privacy) =>
+                thenAtOnce(pricing.countInputFairly(request), (inputTokens) =>
+                  mapAtOnce(
+                    limiter.admit(principal, inputTokens + (requestedMaxTokens(request) ?? 0)),
+                    (rateLimit) => ({ principal, request, privacy, inputTokens, rateLimit })
+                  )))))),
       embeddings: (request, principal) =>
         Effect.gen(function*() {
           const inputs = inputsOf(request)

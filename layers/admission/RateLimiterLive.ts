@@ -9,12 +9,13 @@
  * when its scope closes; a process that dies leaves permits that expire.
  * The bootstrap operator key (no account) is never limited.
  */
-import { Clock, Context, DefaultServices, Effect, Exit, FiberSet, Layer, Option } from "effect"
-import { RateLimited, ServiceUnavailable } from "../../services/ApiError.ts"
+import { Clock, Context, DefaultServices, Effect, Exit, type Fiber, FiberSet, Layer, Option, type Scope } from "effect"
+import { type RateLimited, ServiceUnavailable } from "../../services/ApiError.ts"
 import type { Principal } from "../../services/ApiKeys.ts"
 import { AppConfig } from "../../services/Config.ts"
 import { EventLog } from "../../services/EventLog.ts"
 import { Metrics } from "../../services/Metrics.ts"
+import { mapAtOnce, thenAtOnce } from "../../services/atOnce.ts"
 import {
   type Bucket,
   type CountStep,
@@ -22,13 +23,15 @@ import {
   MAX_LIMIT,
   RateLimiter,
   type RateLimitTicket,
-  RateLimitStore
+  RateLimitStore,
+  type StoreUnavailable
 } from "../../services/RateLimiter.ts"
 import { makeSerialBatches } from "../storage/serialBatches.ts"
 import { claim, covers, type KeyLease, leaseCalls, makeCountLeases, perCall, runsLow, seen, settle, unclaim, visible } from "./countLeases.ts"
 import { makePermits } from "./permits.ts"
 import { outageLog } from "./storeOutageLog.ts"
-import { msUntil, windowState } from "./tokenBucket.ts"
+import { bucketsShort, retryLater } from "./limitRefusal.ts"
+import { windowState } from "./tokenBucket.ts"
 
 const MINUTE_MS = 60_000
 
@@ -78,11 +81,6 @@ interface KeyLimits {
 /** A token count as a whole number within bounds; `otherwise` for one that is not a number at all. */
 const wholeTokens = (tokens: number, otherwise: number) =>
   Number.isFinite(tokens) ? Math.min(Math.max(0, Math.ceil(tokens)), MAX_LIMIT) : otherwise
-
-const retryLater = (what: string, retryAfterMs: number) => {
-  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000))
-  return new RateLimited({ message: `Rate limit reached: ${what}. Retry after ${seconds} s.`, retryAfterSeconds: seconds })
-}
 
 export const RateLimiterLive = Layer.scoped(
   RateLimiter,
@@ -224,65 +222,68 @@ export const RateLimiterLive = Layer.scoped(
     yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(SWEEP_MS), giveBack(false))))
     yield* Effect.addFinalizer(() => giveBack(true))
 
-    return RateLimiter.of({
-      admit: (principal, tokens) =>
-        Effect.gen(function*() {
-          if (principal.accountId === null) return unlimited
-          const cap = principal.concurrency ?? defaults.concurrency
-          if (cap !== undefined) yield* permit(principal, principal.accountId, cap)
-          const { batchKey, buckets, requests, tokens: tokenBucket } = limitsOf(principal)
-          if (buckets.length === 0) return unlimited
-          const counted = tokenBucket === undefined ? 0 : Math.min(wholeTokens(tokens, tokenBucket.limit), tokenBucket.limit)
-          const amounts = requests === undefined ? [counted] : tokenBucket === undefined ? [1] : [1, counted]
+    /** What a store operation failing means to a call: refused for a moment, the outage said once. */
+    const atStore = <A, E>(effect: Effect.Effect<A, E | StoreUnavailable, Scope.Scope>) =>
+      Effect.catchTag(effect, "StoreUnavailable", (error) =>
+        Effect.zipRight(outage.failed(error as StoreUnavailable), Effect.fail(refusal)))
 
-          const lease = leases.of(batchKey, buckets)
-          const claimed = claim(lease, amounts)
-          const rest = amounts.map((amount, i) => amount - claimed[i]!)
-          const leased = covers(lease, rest)
-          if (leased) yield* refillAhead(batchKey, lease, amounts)
-          const taken = leased ? undefined : yield* take(batchKey, lease, amounts, rest).pipe(
-            Effect.onError(() => Effect.sync(() => unclaim(lease, claimed)))
+    /** The call counted against the key's buckets, from its lease when it covers the call (at once), else at the store. */
+    const countCall = (fiber: Fiber.RuntimeFiber<unknown, unknown>, principal: Principal, tokens: number) => {
+      const { batchKey, buckets, requests, tokens: tokenBucket } = limitsOf(principal)
+      if (buckets.length === 0) return Effect.succeed(unlimited)
+      const counted = tokenBucket === undefined ? 0 : Math.min(wholeTokens(tokens, tokenBucket.limit), tokenBucket.limit)
+      const amounts = requests === undefined ? [counted] : tokenBucket === undefined ? [1] : [1, counted]
+
+      const lease = leases.of(batchKey, buckets)
+      const claimed = claim(lease, amounts)
+      const rest = amounts.map((amount, i) => amount - claimed[i]!)
+      const taking = covers(lease, rest)
+        ? mapAtOnce(refillAhead(batchKey, lease, amounts), () => undefined)
+        : atStore(
+          take(batchKey, lease, amounts, rest).pipe(
+            Effect.onError(() => Effect.sync(() => unclaim(lease, claimed))),
+            Effect.tap(() => outage.succeeded)
           )
-          if (taken !== undefined) yield* outage.succeeded
-          const refusedAtStore = taken !== undefined && !taken.ok
-          if (refusedAtStore) unclaim(lease, claimed)
-          // The request's status cell and the time in one step (every call passes here).
-          yield* Effect.withFiberRuntime((fiber) => {
-            const status = fiber.getFiberRef(currentRateLimits)
-            if (status === null) return Effect.void
-            const now = Context.get(fiber.getFiberRef(DefaultServices.currentServices), Clock.Clock).unsafeCurrentTimeMillis()
-            buckets.forEach((bucket, i) => {
-              status[bucket === requests ? "requests" : "tokens"] = windowState(bucket, visible(lease, i, now))
-            })
-            return Effect.void
-          })
-          if (refusedAtStore) {
-            const short = buckets.flatMap((bucket, i) => {
-              const ms = msUntil(bucket, taken.available[i]!, rest[i]!)
-              return ms > 0 ? [{ bucket, ms }] : []
-            })
-            const what = short.map(({ bucket }) =>
-              bucket === requests ? `${bucket.limit} requests per minute` : `${bucket.limit} tokens per minute`
-            ).join(" and ")
-            const retryAfterMs = Math.max(0, ...short.map(({ ms }) => ms))
-            yield* refused(short.map(({ bucket }) => (bucket === requests ? "rpm" : "tpm")).join("+") || "rpm", principal, retryAfterMs)
-            return yield* retryLater(what || "the key's limits", retryAfterMs)
-          }
-          if (tokenBucket === undefined) return unlimited
-          const tokensAt = buckets.length - 1
-          return {
-            settle: (used: number) => {
-              const usedTokens = wholeTokens(used, counted)
-              const delta = settle(lease, tokensAt, usedTokens - counted, usedTokens)
-              if (delta === 0) return Effect.void
-              // Queued in the key's next count, not waited for: the call's answer does not depend on it, and
-              // it goes with the key's next take in this process (LINGER_MS at most), counted before it.
-              return counts.send(batchKey, { buckets, step: { _tag: "adjust", bucket: tokensAt, delta } })
-            }
-          }
-        }).pipe(
-          Effect.catchTag("StoreUnavailable", (error) => Effect.zipRight(outage.failed(error), Effect.fail(refusal)))
         )
+      return thenAtOnce(taking, (taken): Effect.Effect<RateLimitTicket, RateLimited> => {
+        const refusedAtStore = taken !== undefined && !taken.ok
+        if (refusedAtStore) unclaim(lease, claimed)
+        // The request's status cell (every call passes here).
+        const status = fiber.getFiberRef(currentRateLimits)
+        if (status !== null) {
+          const now = Context.get(fiber.getFiberRef(DefaultServices.currentServices), Clock.Clock).unsafeCurrentTimeMillis()
+          buckets.forEach((bucket, i) => {
+            status[bucket === requests ? "requests" : "tokens"] = windowState(bucket, visible(lease, i, now))
+          })
+        }
+        if (refusedAtStore) {
+          const { error, limits, retryAfterMs } = bucketsShort(buckets, requests, taken.available, rest)
+          return Effect.zipRight(refused(limits, principal, retryAfterMs), Effect.fail(error))
+        }
+        if (tokenBucket === undefined) return Effect.succeed(unlimited)
+        const tokensAt = buckets.length - 1
+        return Effect.succeed({
+          settle: (used: number) => {
+            const usedTokens = wholeTokens(used, counted)
+            const delta = settle(lease, tokensAt, usedTokens - counted, usedTokens)
+            if (delta === 0) return Effect.void
+            // Queued in the key's next count, not waited for: the call's answer does not depend on it, and
+            // it goes with the key's next take in this process (LINGER_MS at most), counted before it.
+            return counts.send(batchKey, { buckets, step: { _tag: "adjust", bucket: tokensAt, delta } })
+          }
+        })
+      })
+    }
+
+    return RateLimiter.of({
+      // Made when it runs, its parts chained without a step each when they answer at once (services/atOnce.ts).
+      admit: (principal, tokens) =>
+        Effect.withFiberRuntime((fiber) => {
+          if (principal.accountId === null) return Effect.succeed(unlimited)
+          const cap = principal.concurrency ?? defaults.concurrency
+          const permitted = cap === undefined ? Effect.void : atStore(permit(principal, principal.accountId, cap))
+          return thenAtOnce(permitted, () => countCall(fiber, principal, tokens))
+        })
     })
   })
 )

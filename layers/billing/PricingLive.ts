@@ -111,14 +111,14 @@ export const PricingLive = Layer.succeed(Pricing, {
     return { total, upstream, margin: total - upstream }
   },
   countInput,
-  countInputFairly: (request) =>
-    Effect.suspend(() => {
-      const parts = inputParts(request)
-      // Texts of one segment each get no turn of the event loop between them either way: counted at once,
-      // without an Effect per text (the common case: every chat call is counted here).
-      if (parts.texts.every((text) => text.length <= SEGMENT_CHARS)) return Effect.succeed(countParts(parts))
-      return Effect.map(countTexts(parts.texts), (counts) => counts.reduce((sum, n) => sum + n, parts.fixed))
-    }),
+  // Counted when called (an answer at once, services/atOnce.ts): every chat call is counted here.
+  countInputFairly: (request) => {
+    const parts = inputParts(request)
+    // Texts of one segment each get no turn of the event loop between them either way: counted at once,
+    // without an Effect per text.
+    if (parts.texts.every((text) => text.length <= SEGMENT_CHARS)) return Effect.succeed(countParts(parts))
+    return Effect.map(countTexts(parts.texts), (counts) => counts.reduce((sum, n) => sum + n, parts.fixed))
+  },
   countText,
   countTexts,
   estimate: (model, request) => estimateFor(model, countInput(request), requestedMaxTokens(request)),

@@ -7,11 +7,17 @@ import { Effect } from "effect"
 import type { Attestation, AttestationRefused } from "../../services/Attestation.ts"
 import type { Catalogue, Model } from "../../services/Catalogue.ts"
 
+/** Deployment id → verdict id of those that attest now, and the first refusal. */
+export interface Attested {
+  readonly attested: ReadonlyMap<string, string>
+  readonly refusal: AttestationRefused | undefined
+}
+
 export const attestedDeployments = (
   catalogue: Catalogue["Type"],
   attestation: Attestation["Type"],
   models: ReadonlyArray<Model>
-) =>
+): Effect.Effect<Attested> =>
   Effect.gen(function*() {
     const attested = new Map<string, string>()
     let refusal: AttestationRefused | undefined

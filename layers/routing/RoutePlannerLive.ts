@@ -15,14 +15,15 @@ import { Health } from "../../services/Health.ts"
 import type { Nanos } from "../../services/Money.ts"
 import { Pricing } from "../../services/Pricing.ts"
 import { PrivacyPolicy } from "../../services/PrivacyPolicy.ts"
-import { RoutePlanner, type Target } from "../../services/RoutePlanner.ts"
+import { type Route, RoutePlanner, type Target } from "../../services/RoutePlanner.ts"
 import { RouterStrategies } from "../../services/Router.ts"
+import { thenAtOnce } from "../../services/atOnce.ts"
 import { candidateOf } from "./candidates.ts"
 import { orderDeployments } from "./deploymentOrder.ts"
 import { marginFloors, meetsFloor } from "./marginFloor.ts"
 import { shapeOf } from "./requestShape.ts"
 import { planRoute } from "./routePlan.ts"
-import { stageSpan } from "../telemetry/stageSpan.ts"
+import { stage } from "../telemetry/stageSpan.ts"
 
 /** Output tokens a request is expected to produce when it sets no maximum (for ranking, not for the hold). */
 const EXPECTED_OUTPUT_TOKENS = 500
@@ -39,44 +40,47 @@ export const RoutePlannerLive = Layer.effect(
     const floors = marginFloors((yield* AppConfig).file.marginFloor)
 
     return RoutePlanner.of({
+      // Made when it runs, its parts chained without a step each when they answer at once (services/atOnce.ts).
       plan: ({ inputTokens, privacy: ask, request }) =>
-        Effect.gen(function*() {
+        stage("svc.route_plan", () => {
           const shape = shapeOf(request, inputTokens)
           const expectedOutput = shape.requestedOutput ?? EXPECTED_OUTPUT_TOKENS
           const candidates = candidateOf(catalogue, health, pricing, inputTokens, expectedOutput)
-          const planned = yield* planRoute(request, shape, catalogue, strategies, candidates)
-          const privacy = yield* privacyPolicy.decide(ask, planned.models)
-
-          const floor = floors[privacy.served]
-          const targets: Array<Target> = []
-          let amount = 0n
-          let floorMet = false
-          for (const model of privacy.models) {
-            const estimate = billing.estimate(model, inputTokens, shape.requestedOutput)
-            const upstreamCost = new Map<Deployment, Nanos>()
-            for (const deployment of catalogue.deployments(model.id)) {
-              if (!privacy.admits(deployment)) continue
-              const cost = pricing.cost(model, deployment, estimate)
-              if (meetsFloor(cost, floor)) upstreamCost.set(deployment, cost.upstream)
-            }
-            if (upstreamCost.size === 0) continue
-            floorMet = true
-            if (estimate.total > amount) amount = estimate.total
-            const ordered = orderDeployments([...upstreamCost.keys()], (deployment) => upstreamCost.get(deployment)!, health)
-            for (const deployment of ordered) targets.push({ model, deployment, outputTokens: estimate.outputTokens })
-          }
-          if (!floorMet) {
-            return yield* new MarginFloorViolated({
-              message: `No route for ${privacy.models[0]!.id} meets the margin floor of the ${privacy.served} class.`
-            })
-          }
-          if (targets.length === 0) {
-            return yield* new UpstreamError({
-              message: "Every route for this request is recovering from failures; try again shortly."
-            })
-          }
-          return { reason: planned.reason, dropped: planned.dropped, privacy, targets, amount }
-        }).pipe(stageSpan("svc.route_plan"))
+          return thenAtOnce(planRoute(request, shape, catalogue, strategies, candidates), (planned) =>
+            thenAtOnce(privacyPolicy.decide(ask, planned.models), (privacy): Effect.Effect<Route, MarginFloorViolated | UpstreamError> => {
+              const floor = floors[privacy.served]
+              const targets: Array<Target> = []
+              let amount = 0n
+              let floorMet = false
+              for (const model of privacy.models) {
+                const estimate = billing.estimate(model, inputTokens, shape.requestedOutput)
+                const upstreamCost = new Map<Deployment, Nanos>()
+                for (const deployment of catalogue.deployments(model.id)) {
+                  if (!privacy.admits(deployment)) continue
+                  const cost = pricing.cost(model, deployment, estimate)
+                  if (meetsFloor(cost, floor)) upstreamCost.set(deployment, cost.upstream)
+                }
+                if (upstreamCost.size === 0) continue
+                floorMet = true
+                if (estimate.total > amount) amount = estimate.total
+                const ordered = orderDeployments([...upstreamCost.keys()], (deployment) => upstreamCost.get(deployment)!, health)
+                for (const deployment of ordered) targets.push({ model, deployment, outputTokens: estimate.outputTokens })
+              }
+              if (!floorMet) {
+                return Effect.fail(
+                  new MarginFloorViolated({
+                    message: `No route for ${privacy.models[0]!.id} meets the margin floor of the ${privacy.served} class.`
+                  })
+                )
+              }
+              if (targets.length === 0) {
+                return Effect.fail(
+                  new UpstreamError({ message: "Every route for this request is recovering from failures; try again shortly." })
+                )
+              }
+              return Effect.succeed({ reason: planned.reason, dropped: planned.dropped, privacy, targets, amount })
+            }))
+        })
     })
   })
 )

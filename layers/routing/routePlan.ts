@@ -65,48 +65,47 @@ const refusal = (
   })
 }
 
+/** The plan, an answer at once (services/atOnce.ts): made when called, with no Effect step (every chat call plans). */
 export const planRoute = (
   request: ChatRequest,
   shape: RequestShape,
   catalogue: Catalogue["Type"],
   strategies: RouterStrategies["Type"],
   candidateOf: (model: Model) => Candidate
-): Effect.Effect<RoutePlan, InvalidRequest | ContextLengthExceeded> =>
-  Effect.gen(function*() {
-    const mode = strategies.get(request.model)
-    const listed = request.models ?? []
-    let asked: Array<Model>
-    if (Option.isSome(mode) && listed.length === 0) {
-      asked = catalogue.list.filter((model) => model.capabilities.includes("chat"))
-    } else {
-      // A plain loop, not an Effect per model: every call looks its models up.
-      asked = []
-      for (const id of new Set(Option.isSome(mode) ? listed : [request.model, ...listed])) {
-        const model = catalogue.get(id)
-        if (Option.isNone(model)) return yield* Effect.fail(unknownModel(id, Option.isNone(mode) && asked.length === 0 ? "model" : "models"))
-        asked.push(model.value)
-      }
+): Effect.Effect<RoutePlan, InvalidRequest | ContextLengthExceeded> => {
+  const mode = strategies.get(request.model)
+  const listed = request.models ?? []
+  let asked: Array<Model>
+  if (Option.isSome(mode) && listed.length === 0) {
+    asked = catalogue.list.filter((model) => model.capabilities.includes("chat"))
+  } else {
+    asked = []
+    for (const id of new Set(Option.isSome(mode) ? listed : [request.model, ...listed])) {
+      const model = catalogue.get(id)
+      if (Option.isNone(model)) return Effect.fail(unknownModel(id, Option.isNone(mode) && asked.length === 0 ? "model" : "models"))
+      asked.push(model.value)
     }
+  }
 
-    const eligible: Array<Model> = []
-    const rejected: Array<readonly [Model, Ineligible]> = []
-    for (const model of asked) {
-      const why = ineligibility(model, shape)
-      if (why === undefined) eligible.push(model)
-      else rejected.push([model, why])
-    }
-    if (eligible.length === 0) return yield* refusal(shape, rejected)
+  const eligible: Array<Model> = []
+  const rejected: Array<readonly [Model, Ineligible]> = []
+  for (const model of asked) {
+    const why = ineligibility(model, shape)
+    if (why === undefined) eligible.push(model)
+    else rejected.push([model, why])
+  }
+  if (eligible.length === 0) return Effect.fail(refusal(shape, rejected))
 
-    const strategy = Option.isSome(mode) ? mode : request.route === "auto" ? strategies.get("auto") : Option.none()
-    if (Option.isNone(strategy)) {
-      const reason = eligible[0]!.id === request.model ? "requested model" : "first listed model"
-      return { models: eligible, reason, dropped: [] }
-    }
-    const ranking = strategy.value.rank(eligible.map(candidateOf), shape)
-    if (ranking.order.length === 0) return yield* Effect.dieMessage(`router mode ${strategy.value.id} left no model`)
-    return {
-      models: ranking.order.map((candidate) => candidate.model),
-      reason: `${strategy.value.id}: ${ranking.reason}`,
-      dropped: ranking.dropped
-    }
+  const strategy = Option.isSome(mode) ? mode : request.route === "auto" ? strategies.get("auto") : Option.none()
+  if (Option.isNone(strategy)) {
+    const reason = eligible[0]!.id === request.model ? "requested model" : "first listed model"
+    return Effect.succeed({ models: eligible, reason, dropped: [] })
+  }
+  const ranking = strategy.value.rank(eligible.map(candidateOf), shape)
+  if (ranking.order.length === 0) return Effect.dieMessage(`router mode ${strategy.value.id} left no model`)
+  return Effect.succeed({
+    models: ranking.order.map((candidate) => candidate.model),
+    reason: `${strategy.value.id}: ${ranking.reason}`,
+    dropped: ranking.dropped
   })
+}

@@ -17,3 +17,17 @@ export const stageSpan = (name: string, attributes?: Record<string, unknown>) =>
       fiber.getFiberRef(FiberRef.currentTracerEnabled) ? Effect.withSpan(effect, name, options) : effect
     )
 }
+
+const NO_STACK = { captureStackTrace: false }
+
+/**
+ * A stage made when it runs, in its span: `make` is called inside the span (with traces on) or in
+ * the stage's one step (off), so a stage whose parts answer at once (services/atOnce.ts) does its
+ * work there and needs no `suspend` of its own.
+ */
+export const stage = <A, E, R>(name: string, make: () => Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.withFiberRuntime((fiber) =>
+    fiber.getFiberRef(FiberRef.currentTracerEnabled)
+      ? Effect.withSpan(Effect.suspend(make), name, NO_STACK)
+      : make()
+  )

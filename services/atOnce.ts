@@ -1,0 +1,29 @@
+/**
+ * Stages that can answer at once. A stage that knows its answer when it is
+ * called returns it as an `Exit` (`Effect.succeed` and `Effect.void` are
+ * Exits), and `thenAtOnce` goes on from it with a plain call, no step of
+ * Effect's run loop; an answer still to come is waited for as with
+ * `Effect.flatMap`. A chain of such stages runs its common case as plain
+ * code (docs/performance.md, item 83). Such a stage does its work when it is
+ * called, not when its effect runs: call it where it is to run (inside a
+ * `suspend`, a `flatMap` or another stage of the chain), never to keep or
+ * retry its effect.
+ */
+import { Effect, Exit } from "effect"
+
+/** `next` of the effect's value: called at once when the effect is an Exit already, else once it has run. */
+export const thenAtOnce = <A, E, R, B, E2, R2>(
+  effect: Effect.Effect<A, E, R>,
+  next: (value: A) => Effect.Effect<B, E2, R2>
+): Effect.Effect<B, E | E2, R | R2> => {
+  if (!Exit.isExit(effect)) return Effect.flatMap(effect, next)
+  const exit = effect as Exit.Exit<A, E>
+  return Exit.isSuccess(exit) ? next(exit.value) : (exit as Exit.Exit<never, E>)
+}
+
+/** The effect's value through `f`: at once when the effect is an Exit already, else once it has run. */
+export const mapAtOnce = <A, E, R, B>(effect: Effect.Effect<A, E, R>, f: (value: A) => B): Effect.Effect<B, E, R> => {
+  if (!Exit.isExit(effect)) return Effect.map(effect, f)
+  const exit = effect as Exit.Exit<A, E>
+  return Exit.isSuccess(exit) ? Effect.succeed(f(exit.value)) : (exit as Exit.Exit<never, E>)
+}
