@@ -9,7 +9,7 @@
  */
 import { HttpServer } from "@effect/platform"
 import { NodeRuntime } from "@effect/platform-node"
-import { Console, Effect, Layer } from "effect"
+import { Console, Effect, Layer, RuntimeFlags, RuntimeFlagsPatch } from "effect"
 import { ConfigChecks, Core } from "../layers/Core.ts"
 import { loadConfig } from "../layers/platform/ConfigLive.ts"
 import { AppConfig } from "../services/Config.ts"
@@ -51,6 +51,9 @@ const main = Effect.gen(function*() {
 
 main.pipe(
   Effect.catchTags({ ConfigInvalid: stop, DataDirInUse: stop, DatabaseNotReady: stop }),
+  // Effect's own fiber metrics (counters as each fiber starts and ends, a histogram of its lifetime) cost
+  // every fiber of every call, and nothing reads them: `GET /metrics` is prom-client's (docs/performance.md).
+  Effect.withRuntimeFlagsPatch(RuntimeFlagsPatch.disable(RuntimeFlags.RuntimeMetrics)),
   Effect.provide(logFormat(process.env, process.stdout.isTTY === true)),
   // The log format's logger is the only one (src/start/logFormat.ts).
   NodeRuntime.runMain({ disablePrettyLogger: true })

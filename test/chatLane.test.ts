@@ -3,8 +3,10 @@
  * the same call sent with a `content-length` (the lane takes it) and chunked
  * (the lane leaves it to the app) gets the same status, headers, error
  * envelope and shape of answer, for good calls, streams and every kind of
- * refusal the lane makes itself.
+ * refusal the lane makes itself. Its calls' fibers tick none of Effect's
+ * own fiber metrics.
  */
+import { Effect, Metric } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startGateway, type TestGateway } from "./support/gateway.ts"
 
@@ -88,4 +90,16 @@ describe("the chat lane", () => {
     expect({ ...a, request_id: null }).toEqual({ ...b, request_id: null })
     expect(a.request_id).toBe(lane.requestId)
   })
+
+  it("runs its calls without Effect's fiber metrics: nothing reads them, and each fiber of each call paid for them", async () => {
+    const started = () => Effect.runSync(Metric.value(Metric.fiberStarted)).count
+    // Warm: the account's leases taken, so the calls below need no store operation of their own.
+    await send(JSON.stringify(good), false, auth(key))
+    const before = started()
+    const calls = 40
+    for (let i = 0; i < calls; i++) expect((await send(JSON.stringify(good), false, auth(key))).status).toBe(200)
+    // Each call is a fiber at least; what the layers' own fibers start meanwhile (settlement turns) is far fewer.
+    expect(started() - before).toBeLessThan(calls / 2)
+  })
 })
+

@@ -13,7 +13,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { HttpServerResponse } from "@effect/platform"
 import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
-import { Context, Effect, FiberId, FiberRef, FiberRefs, Layer, ParseResult, Runtime, Schema, Scope } from "effect"
+import { Context, Effect, FiberId, FiberRef, FiberRefs, Layer, ParseResult, Runtime, RuntimeFlags, Schema, Scope } from "effect"
 import { codeOf, currentRequestId, envelopeOf, statusOf } from "../../../services/ApiError.ts"
 import { ApiKeys } from "../../../services/ApiKeys.ts"
 import { CallStats, currentCall } from "../../../services/CallStats.ts"
@@ -69,8 +69,14 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
   // A call's fiber starts with no services in its context: its effect requires none (every service
   // was taken when the layers were built, which the types check), so its own scope is all it gets.
   // With the app's ~50 services there, adding the scope copied them all on every call.
+  // Without Effect's own fiber metrics (two counters as a fiber starts, a histogram of 100 buckets as it
+  // ends: nothing reads them, src/main.ts), for the call's fiber and every fiber it forks.
   const runFork = Runtime.runFork(
-    Runtime.make({ context: Context.empty(), fiberRefs: runtime.fiberRefs, runtimeFlags: runtime.runtimeFlags })
+    Runtime.make({
+      context: Context.empty(),
+      fiberRefs: runtime.fiberRefs,
+      runtimeFlags: RuntimeFlags.disable(runtime.runtimeFlags, RuntimeFlags.RuntimeMetrics)
+    })
   )
   const errorOf = toApiError(maxBodyBytes, database)
 
