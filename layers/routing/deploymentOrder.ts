@@ -22,6 +22,8 @@ export const orderDeployments = (
   health: Health["Type"],
   random: () => number = Math.random
 ): ReadonlyArray<Deployment> => {
+  // A model with one deployment (most models) has nothing to order: no groups, no sort, no shuffle.
+  if (deployments.length === 1) return health.view(deployments[0]!.id).state !== "open" ? deployments : []
   const open = deployments.filter((deployment) => health.view(deployment.id).state !== "open")
   const byCost = new Map<Nanos, Array<Deployment>>()
   for (const deployment of open) {
