@@ -102,4 +102,3 @@ describe("the chat lane", () => {
     expect(started() - before).toBeLessThan(calls / 2)
   })
 })
-

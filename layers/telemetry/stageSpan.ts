@@ -10,14 +10,6 @@
  */
 import { Effect, FiberRef } from "effect"
 
-export const stageSpan = (name: string, attributes?: Record<string, unknown>) => {
-  const options = attributes === undefined ? { captureStackTrace: false } : { attributes, captureStackTrace: false }
-  return <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-    Effect.withFiberRuntime((fiber) =>
-      fiber.getFiberRef(FiberRef.currentTracerEnabled) ? Effect.withSpan(effect, name, options) : effect
-    )
-}
-
 const NO_STACK = { captureStackTrace: false }
 
 /**
@@ -25,9 +17,17 @@ const NO_STACK = { captureStackTrace: false }
  * the stage's one step (off), so a stage whose parts answer at once (services/atOnce.ts) does its
  * work there and needs no `suspend` of its own.
  */
-export const stage = <A, E, R>(name: string, make: () => Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.withFiberRuntime((fiber) =>
-    fiber.getFiberRef(FiberRef.currentTracerEnabled)
-      ? Effect.withSpan(Effect.suspend(make), name, NO_STACK)
-      : make()
-  )
+export const stage = <A, E, R>(
+  name: string,
+  make: () => Effect.Effect<A, E, R>,
+  attributes?: Record<string, unknown>
+): Effect.Effect<A, E, R> =>
+  Effect.withFiberRuntime((fiber) => {
+    if (!fiber.getFiberRef(FiberRef.currentTracerEnabled)) return make()
+    const options = attributes === undefined ? NO_STACK : { attributes, captureStackTrace: false }
+    return Effect.withSpan(Effect.suspend(make), name, options)
+  })
+
+/** An effect already made, as a stage in its span. */
+export const stageSpan = (name: string, attributes?: Record<string, unknown>) =>
+<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => stage(name, () => effect, attributes)
