@@ -11,8 +11,8 @@ import { Cause, Context, Effect } from "effect"
 import type { ServiceUnavailable } from "./ApiError.ts"
 
 export class DatabaseStatus extends Context.Tag("svc/DatabaseStatus")<DatabaseStatus, {
-  /** Whether the last word on the database was that it answers. */
-  readonly isUp: Effect.Effect<boolean>
+  /** Whether the last word on the database was that it answers (read when called: a call's settlement asks it on every call). */
+  readonly isUp: () => boolean
   /** Looks at a failure: true when it is an outage (the state goes down, logged once on the change). */
   readonly observe: (cause: Cause.Cause<unknown>) => Effect.Effect<boolean>
   /** The caller's answer while the database cannot be reached. */

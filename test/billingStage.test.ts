@@ -9,7 +9,7 @@
 import { runInNewContext } from "node:vm"
 import { setFlagsFromString } from "node:v8"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Layer, Option, Scope, TestClock } from "effect"
+import { Cause, Chunk, Deferred, Effect, Exit, Fiber, Layer, Option, Scope, TestClock } from "effect"
 import { BillingLive } from "../layers/billing/BillingLive.ts"
 import { SettlementJournalMemory } from "../layers/billing/SettlementJournalMemory.ts"
 import { PricingLive } from "../layers/billing/PricingLive.ts"
@@ -159,6 +159,46 @@ describe("billing stage", () => {
         ])
       })
     )
+  })
+
+  it.effect("withHold on a ledger that answers at once: the same ends, and a release that fails too adds its cause to the call's", () => {
+    const ledger = recordingLedger()
+    ledger.state.atOnce = true
+    const releaseFails = { ...ledger, layer: Layer.succeed(Ledger, { ...ledger.ledger, release: () => Effect.die("release failed") }) }
+    return Effect.gen(function*() {
+      yield* withBilling(
+        ledger,
+        Effect.gen(function*() {
+          const billing = yield* Billing
+          const settled = yield* billing.withHold(principal, 1n, (hold) => billing.settle(hold, served))
+          expect(settled.id).toBe("rcpt_1")
+          const failed = yield* Effect.exit(billing.withHold(principal, 1n, () => Effect.fail("upstream")))
+          expect(failed).toStrictEqual(Exit.fail("upstream"))
+          const fiber = yield* Effect.fork(billing.withHold(principal, 1n, () => Effect.never))
+          yield* Effect.yieldNow()
+          yield* Fiber.interrupt(fiber)
+          const refused = yield* Effect.exit(billing.withHold(principal, usd(1000), () => Effect.die("not reached")))
+          expect(refused).toStrictEqual(Exit.fail(new InsufficientFunds({ message: "no" })))
+          expect(ledger.log).toEqual([
+            "reserve rcpt_1",
+            "settle rcpt_1",
+            "reserve rcpt_2",
+            "release rcpt_2",
+            "reserve rcpt_3",
+            "release rcpt_3"
+          ])
+        })
+      )
+      yield* withBilling(
+        releaseFails,
+        Effect.gen(function*() {
+          const billing = yield* Billing
+          const exit = yield* Effect.exit(billing.withHold(principal, 1n, () => Effect.fail("upstream")))
+          expect(Exit.isFailure(exit) && Cause.failures(exit.cause)).toStrictEqual(Chunk.of("upstream"))
+          expect(Exit.isFailure(exit) && Cause.defects(exit.cause)).toStrictEqual(Chunk.of("release failed"))
+        })
+      )
+    })
   })
 
   it.effect("renews an open hold's lease every third of it, and stops once the hold ends", () => {

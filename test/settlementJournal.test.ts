@@ -195,7 +195,7 @@ layer(memoryMoney.layer)("settlement journal over the in-memory ledger", (it) =>
       // 1000 × $3/M + 500 × $6/M
       expect(settlement.cost.total).toBe(usd(0.006))
       yield* billing.settled
-      expect(yield* status.isUp).toBe(false)
+      expect(status.isUp()).toBe(false)
       expect(yield* journal.pending).toEqual([settlement.id])
       // Known to be away now: the next call's settlement goes to the journal at once, and its answer says so.
       const second = yield* billing.withHold(principal, usd(0.5), (hold) => billing.settle(hold, served))
@@ -226,7 +226,7 @@ describe("database status", () => {
       expect(yield* status.observe(Cause.die(new SqlError({ message: "x", cause: Object.assign(new Error("syntax"), { code: "42601" }) })))).toBe(false)
       expect(status.unavailable().retryAfterSeconds).toBe(7)
       answers = true
-      while (!(yield* status.isUp)) yield* Effect.sleep("5 millis")
+      while (!status.isUp()) yield* Effect.sleep("5 millis")
     })).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger))))
     expect(lines).toEqual(["database unreachable: connect ECONNREFUSED 127.0.0.1:1", "database back"])
   })

@@ -17,7 +17,7 @@
  * more CPU than its renewal ever does.)
  */
 import { Cause, Effect, Exit, FiberRef, Layer, Option } from "effect"
-import { currentRequestId } from "../../services/ApiError.ts"
+import { currentRequestId, type InsufficientFunds } from "../../services/ApiError.ts"
 import { AppConfig } from "../../services/Config.ts"
 import type { Principal } from "../../services/ApiKeys.ts"
 import { type AfterAnswer, atOnce, Billing, type Hold, type QueuedReceipt, type ServedCall, type Settlement } from "../../services/Billing.ts"
@@ -33,7 +33,8 @@ import { makeSettlementQueue } from "./settlementQueue.ts"
 import { billableUsage } from "./usageCheck.ts"
 import { SettlementJournal } from "../../services/SettlementJournal.ts"
 import { acquirePlainRelease } from "../../plugins/support/plainRelease.ts"
-import { stageSpan } from "../telemetry/stageSpan.ts"
+import { inStage, stage, type StageFiber } from "../telemetry/stageSpan.ts"
+import { mapAtOnce, thenAtOnce } from "../../services/atOnce.ts"
 
 /** The longest a read waits for the settlements queued before it (the database may be away). */
 const SETTLED_WAIT_MILLIS = 1000
@@ -91,31 +92,40 @@ export const BillingLive = Layer.scoped(
     /** What each account was last seen to have available: whether a call may reserve alongside its request. */
     const hints = makeOverlapHints()
 
-    const reserve = (principal: Principal, amount: Nanos) =>
-      Effect.flatMap(FiberRef.get(currentRequestId), (requestId) =>
-        ledger.reserve({
-          // Keys of the billable scopes always belong to an account; only the operator's bootstrap key has none.
-          accountId: principal.accountId!,
-          requestId: requestId ?? ids.make("req"),
-          amount
-        })).pipe(
-        Effect.mapBoth({
-          onFailure: (refused) => {
-            hints.refused(principal.accountId!)
-            return refused
-          },
-          onSuccess: (reservation): OpenHold => {
-            hints.saw(reservation)
-            unfinished++
-            const hold: OpenHold = { id: reservation.id, reservation, keyId: principal.keyId, ended: false }
-            beating.add(hold)
-            return hold
-          }
-        })
-      )
+    /** A hold opened from the ledger's reservation: on the heartbeat until it ends. */
+    const opened = (principal: Principal, reservation: Reservation): OpenHold => {
+      hints.saw(reservation)
+      unfinished++
+      const hold: OpenHold = { id: reservation.id, reservation, keyId: principal.keyId, ended: false }
+      beating.add(hold)
+      return hold
+    }
 
-    const release = (hold: Hold) =>
-      Effect.suspend(() => (end(hold) ? Effect.ensuring(ledger.release(hold.reservation), finished) : Effect.void))
+    /**
+     * The ledger's reservation for the call running in `fiber`, as a hold: at once when the ledger
+     * answers at once (a credit lease covers it), else once it has.
+     */
+    const reserve = (fiber: StageFiber, principal: Principal, amount: Nanos): Effect.Effect<OpenHold, InsufficientFunds> => {
+      const reserving = ledger.reserve({
+        // Keys of the billable scopes always belong to an account; only the operator's bootstrap key has none.
+        accountId: principal.accountId!,
+        requestId: fiber.getFiberRef(currentRequestId) ?? ids.make("req"),
+        amount
+      })
+      if (!Exit.isExit(reserving)) {
+        return Effect.mapBoth(reserving, { onFailure: refusedBy(principal), onSuccess: (made) => opened(principal, made) })
+      }
+      const made = reserving as Exit.Exit<Reservation, InsufficientFunds>
+      return Exit.isSuccess(made) ? Exit.succeed(opened(principal, made.value)) : Exit.mapError(made as Exit.Exit<never, InsufficientFunds>, refusedBy(principal))
+    }
+    const refusedBy = (principal: Principal) => (refused: InsufficientFunds) => {
+      hints.refused(principal.accountId!)
+      return refused
+    }
+
+    /** Ends the hold without a charge when it has not ended yet: does its work when called (`release` when run). */
+    const releaseNow = (hold: Hold) => end(hold) ? Effect.ensuring(ledger.release(hold.reservation), finished) : Effect.void
+    const release = (hold: Hold) => Effect.suspend(() => releaseNow(hold))
 
     const billOf = (call: ServedCall, usage: ServedCall["usage"], invalid: Bill["events"]): Bill => {
       const cost = pricing.cost(call.model, call.deployment, usage)
@@ -195,15 +205,13 @@ export const BillingLive = Layer.scoped(
      * (the call's answer does not depend on the balance after it); what the call records after its
      * settlement runs once the receipt is written, or once it is kept in the journal.
      */
-    const queued = (reservation: Reservation, bill: Bill, recordAfter: AfterSettle, later: AfterAnswer) =>
-      // One step of the call's fiber, not a generator of four: this runs on every billed call.
-      Effect.withFiberRuntime<QueuedReceipt>((fiber) => {
-        const settlement: QueuedReceipt = Object.assign(unwritten(reservation, bill), { queued: true as const })
-        count(fiber.getFiberRef(currentCall), settlement)
-        // Tracked from now: `settled` and `drained` wait for it even before it is handed over.
-        const handOver = ledger.settleQueued(reservation, bill, queue.track(afterWrite(reservation, bill, recordAfter)))
-        return Effect.as(later(handOver), settlement)
-      })
+    const queued = (fiber: StageFiber, reservation: Reservation, bill: Bill, recordAfter: AfterSettle, later: AfterAnswer) => {
+      const settlement: QueuedReceipt = Object.assign(unwritten(reservation, bill), { queued: true as const })
+      count(fiber.getFiberRef(currentCall), settlement)
+      // Tracked from now: `settled` and `drained` wait for it even before it is handed over.
+      const handOver = ledger.settleQueued(reservation, bill, queue.track(afterWrite(reservation, bill, recordAfter)))
+      return mapAtOnce(later(handOver), (): Settlement => settlement)
+    }
     /**
      * What runs once a queued settlement is written (or kept in the journal). Made apart from `queued`
      * so that it holds only these three until the account's statement answers: a closure made there
@@ -220,10 +228,22 @@ export const BillingLive = Layer.scoped(
     }
 
     const hold = (principal: Principal, amount: Nanos) =>
-      acquirePlainRelease(reserve(principal, amount).pipe(stageSpan("svc.billing.hold")), release)
-    // Without a scope object: cheaper for a call whose hold ends inside `use`.
+      acquirePlainRelease(stage("svc.billing.hold", (fiber) => reserve(fiber, principal, amount)), release)
+    /**
+     * `use` of a hold, released however `use` ends: one step of the call's fiber for a hold made at
+     * once (`Effect.acquireUseRelease` takes a dozen), and no scope object.
+     */
     const withHold = <A, E, R>(principal: Principal, amount: Nanos, use: (hold: Hold) => Effect.Effect<A, E, R>) =>
-      Effect.acquireUseRelease(reserve(principal, amount).pipe(stageSpan("svc.billing.hold")), use, (hold) => release(hold))
+      Effect.uninterruptibleMask((restore) =>
+        Effect.withFiberRuntime<A, E | InsufficientFunds, R>((fiber) =>
+          thenAtOnce(inStage(fiber, "svc.billing.hold", () => reserve(fiber, principal, amount)), (held) =>
+            Effect.matchCauseEffect(restore(use(held)), {
+              // As `acquireUseRelease` ends: a release that fails too adds its cause to the call's.
+              onFailure: (cause) =>
+                Effect.flatMap(Effect.exit(releaseNow(held)), (released) =>
+                  Exit.failCause(Exit.isFailure(released) ? Cause.sequential(cause, released.cause) : cause)),
+              onSuccess: (value) => mapAtOnce(releaseNow(held), () => value)
+            }))))
 
     /**
      * `held`, given `work`'s outcome to wait on: `work` runs alongside when the account was seen with
@@ -242,6 +262,10 @@ export const BillingLive = Layer.scoped(
           : held(work)
       )
 
+    /** Queued for the ledger's next turn, or written now when the database is known to be away (the journal keeps it). */
+    const settledBy = (fiber: StageFiber, held: Hold, bill: Bill, recordAfter: AfterSettle, later: AfterAnswer) =>
+      database.isUp() ? queued(fiber, held.reservation, bill, recordAfter, later) : written(held.reservation, bill, recordAfter)
+
     return Billing.of({
       estimate: pricing.estimateFor,
       hold,
@@ -253,13 +277,13 @@ export const BillingLive = Layer.scoped(
         during(principal, amount, work, (outcome) =>
           Effect.flatMap(hold(principal, amount), (held) => Effect.map(outcome, (result) => [held, result] as const))),
       settle: (held, call, recordAfter, later = atOnce) =>
-        Effect.suspend(() => {
+        // One step of the call's fiber when the settlement is queued: this runs on every billed call.
+        stage("svc.billing.settle", (fiber): Effect.Effect<Settlement> => {
           if (!end(held)) return Effect.dieMessage(`hold ${held.id} settled after it ended`)
           // The bill made at once: an Effect of its own only for the rare warning.
           const { bill, warning } = checkedBill(call, held.keyId)
-          const settled = Effect.flatMap(database.isUp, (up): Effect.Effect<Settlement> =>
-            up ? queued(held.reservation, bill, recordAfter, later) : written(held.reservation, bill, recordAfter))
-          return (warning === undefined ? settled : Effect.zipRight(warning, settled)).pipe(stageSpan("svc.billing.settle"))
+          if (warning !== undefined) return Effect.zipRight(warning, Effect.suspend(() => settledBy(fiber, held, bill, recordAfter, later)))
+          return settledBy(fiber, held, bill, recordAfter, later)
         }),
       release,
       drained,

@@ -15,7 +15,7 @@
  * response is relabelled with our completion id and the catalogue model id,
  * so nothing the caller sees names the upstream.
  */
-import { Effect, Layer, Scope } from "effect"
+import { Effect, Layer } from "effect"
 import { Admission, type AdmittedChat } from "../../services/Admission.ts"
 import type { Principal } from "../../services/ApiKeys.ts"
 import { Billing } from "../../services/Billing.ts"
@@ -32,6 +32,7 @@ import { Transcripts } from "../../services/Transcripts.ts"
 import { Upstream } from "../../services/Upstream.ts"
 import { toApiError } from "../upstream/upstreamErrors.ts"
 import { estimatedUsage, toldUsage } from "./chatSettlement.ts"
+import { endingBeforeLater } from "./afterAnswer.ts"
 import { endCompletion } from "./completionEnd.ts"
 import { plannedCall, routesFailed } from "./plannedCall.ts"
 import { settleStream } from "./streamSettlement.ts"
@@ -66,9 +67,7 @@ export const ChatGatewayLive = Layer.effect(
             upstream.complete(route.targets, call.request).pipe(Effect.catchAll(failed(call, route))),
             (hold, answered) =>
               // What the answer does not wait for runs as the caller's scope closes: once it is written.
-              Effect.flatMap(Effect.scope, (scope) =>
-                endCompletion(completionServices, { admitted: call, route, hold }, answered, undefined, (work) =>
-                  Scope.addFinalizer(scope, work)))
+              endingBeforeLater((later) => endCompletion(completionServices, { admitted: call, route, hold }, answered, undefined, later))
           )),
 
       stream: (sent, principal) =>

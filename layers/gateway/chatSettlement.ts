@@ -5,7 +5,7 @@
  * real tokens counted against the key's tpm, and the call's text kept when
  * its class and the operator's setting say so.
  */
-import { Effect } from "effect"
+import { Effect, Exit } from "effect"
 import type { AdmittedChat } from "../../services/Admission.ts"
 import { type AfterAnswer, atOnce, type Billing, type Hold, isPending, type Settlement } from "../../services/Billing.ts"
 import type { CallRecorder } from "../../services/CallRecorder.ts"
@@ -18,6 +18,7 @@ import type { UpstreamCompletion } from "../../services/Providers.ts"
 import type { Route, Target } from "../../services/RoutePlanner.ts"
 import type { TranscriptCompletion, Transcripts } from "../../services/Transcripts.ts"
 import type { Answered, AttemptLog } from "../../services/Upstream.ts"
+import { mapAtOnce, thenAtOnce } from "../../services/atOnce.ts"
 import { billableUsage } from "../billing/usageCheck.ts"
 
 /** What a call's receipt says beyond the chat call itself: its endpoint, and steps billed before it. */
@@ -112,7 +113,7 @@ export const settleChat = (
   const { admitted, hold, route } = call
   const { deployment, model } = answered.target
   const verdict = route.privacy.verdictOf(deployment.id)
-  return services.billing.settle(hold, {
+  const settled = services.billing.settle(hold, {
     endpoint: options.endpoint,
     ...(options.before !== undefined ? { before: options.before } : {}),
     model,
@@ -134,10 +135,9 @@ export const settleChat = (
       Effect.catchAllCause((cause) =>
         isDatabaseOutage(cause) ? Effect.void : Effect.logError("transcript not kept", cause)
       )
-    ), later).pipe(
-    Effect.tap(() => {
-      const correction = admitted.rateLimit?.settle(served.usage.inputTokens + served.usage.outputTokens)
-      return correction === undefined ? Effect.void : later(correction)
-    })
-  )
+    ), later)
+  return thenAtOnce(settled, (settlement) => {
+    const correction = admitted.rateLimit?.settle(served.usage.inputTokens + served.usage.outputTokens)
+    return correction === undefined ? Exit.succeed(settlement) : mapAtOnce(later(correction), () => settlement)
+  })
 }

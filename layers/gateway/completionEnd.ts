@@ -17,6 +17,7 @@ import type { PrivacyPolicy } from "../../services/PrivacyPolicy.ts"
 import type { UpstreamCompletion } from "../../services/Providers.ts"
 import type { Route } from "../../services/RoutePlanner.ts"
 import type { Answered, Upstream } from "../../services/Upstream.ts"
+import { mapAtOnce, thenAtOnce } from "../../services/atOnce.ts"
 import { isTokenCount } from "../billing/usageCheck.ts"
 import { type BillOptions, billedUsage, completionText, countedUsage, fromUsage, settleChat } from "./chatSettlement.ts"
 
@@ -37,27 +38,31 @@ export const endCompletion = (
   const completion = answered.value
   const usage = completion.usage ?? countedUsage(services.pricing, call.admitted.inputTokens, completion)
   const { deployment, model } = answered.target
-  return later(services.upstream.served(answered, {
+  const served = later(services.upstream.served(answered, {
     ok: true,
     latencyMs: answered.attempts.at(-1)!.latencyMs,
     // A figure billing will set aside says nothing of throughput.
     outputTokens: isTokenCount(usage.completion_tokens) ? usage.completion_tokens : 0
-  })).pipe(
-    Effect.zipRight(settleChat(services, call, answered, {
-      usage: fromUsage(usage),
-      attempts: answered.attempts,
-      completion: completionText(completion)
-    }, options, later)),
-    Effect.map((receipt) => ({
-      completion: {
-        ...completion,
-        id: services.ids.completion(),
-        model: model.id,
-        usage: billedUsage(usage, receipt),
-        privacy: services.privacyPolicy.block(call.route.privacy.served, deployment)
-      },
-      receipt
-    })),
-    Effect.uninterruptible
-  )
+  }))
+  // A chain that goes on at once where a part answers at once (services/atOnce.ts): every JSON call runs it.
+  const ended = thenAtOnce(served, () =>
+    mapAtOnce(
+      settleChat(services, call, answered, {
+        usage: fromUsage(usage),
+        attempts: answered.attempts,
+        completion: completionText(completion)
+      }, options, later),
+      (receipt) => ({
+        completion: {
+          ...completion,
+          id: services.ids.completion(),
+          model: model.id,
+          usage: billedUsage(usage, receipt),
+          privacy: services.privacyPolicy.block(call.route.privacy.served, deployment)
+        },
+        receipt
+      })
+    ))
+  // An answer that came back is billed: nothing may interrupt its end.
+  return Effect.uninterruptible(ended)
 }

@@ -42,7 +42,7 @@ export const makeDatabaseStatus = (probe: Effect.Effect<unknown, unknown>, setti
         )
       })
     return DatabaseStatus.of({
-      isUp: Effect.sync(() => up),
+      isUp: () => up,
       observe: (cause) =>
         isDatabaseOutage(cause) ? Effect.as(wentDown(cause), true) : Effect.succeed(false),
       unavailable: () =>

@@ -134,23 +134,24 @@ export const recordingLedger = (available = usd(100)) => {
   }
   let next = 0
   const ledger: Ledger["Type"] = {
-    reserve: ({ accountId, amount, requestId }) =>
-      Effect.zipRight(
-        Effect.suspend(() => state.gate ?? Effect.void),
-        Effect.suspend(() => {
-          if (amount > state.available) return Effect.fail(new InsufficientFunds({ message: "no" }))
-          const reservation: Reservation = {
-            id: `rcpt_${++next}`,
-            accountId,
-            requestId,
-            amount,
-            reservedAt: new Date(0),
-            availableAfter: state.available - amount
-          }
-          log.push(`reserve ${reservation.id}`)
-          return Effect.succeed(reservation)
-        })
-      ),
+    reserve: ({ accountId, amount, requestId }) => {
+      const reserved = () => {
+        if (amount > state.available) return Effect.fail(new InsufficientFunds({ message: "no" }))
+        const reservation: Reservation = {
+          id: `rcpt_${++next}`,
+          accountId,
+          requestId,
+          amount,
+          reservedAt: new Date(0),
+          availableAfter: state.available - amount
+        }
+        log.push(`reserve ${reservation.id}`)
+        return Effect.succeed(reservation)
+      }
+      // A ledger that answers at once (`reservesAtOnce`) may answer with an Exit when called (services/atOnce.ts).
+      if (state.atOnce && state.gate === undefined) return reserved()
+      return Effect.zipRight(Effect.suspend(() => state.gate ?? Effect.void), Effect.suspend(reserved))
+    },
     settle: (reservation, bill) =>
       Effect.sync(() => {
         log.push(`settle ${reservation.id}`)
@@ -169,7 +170,7 @@ export const recordingLedger = (available = usd(100)) => {
     sweepExpired: () => Effect.succeed(0),
     receipt: () => Effect.die("not used")
   }
-  return { layer: Layer.succeed(Ledger, ledger), log, bills, state }
+  return { layer: Layer.succeed(Ledger, ledger), ledger, log, bills, state }
 }
 
 /**
