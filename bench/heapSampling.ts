@@ -25,7 +25,8 @@ const SAMPLING_BYTES = 4096
 /** Files of ours (not a package, not Node's). */
 const OURS = /^(src|layers|services|plugins)\//
 
-const fileOf = (url: string) => {
+/** A script's file, or its package's name: how the bench's tables group code. */
+export const fileOf = (url: string) => {
   if (url === "") return "(native)"
   const path = url.startsWith("file:") ? fileURLToPath(url) : url
   const inPackage = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(path)

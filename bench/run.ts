@@ -41,6 +41,7 @@ import { targetsBench } from "./targets.ts"
 import { warmupBench } from "./warmup.ts"
 import { pathBench } from "./path.ts"
 import { wakeupsBench } from "./wakeups.ts"
+import { codeBench } from "./code.ts"
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
@@ -104,6 +105,10 @@ const main = async () => {
   }
   if (process.env.BENCH_ONLY === "path") {
     await pathBench(startServer, () => spawn("./load.ts"), bodies, ROUNDS, LATENCY_SECONDS)
+    return clearTimeout(deadline)
+  }
+  if (process.env.BENCH_ONLY === "code") {
+    await codeBench(startServer, () => spawn("./load.ts"), bodies, LATENCY_SECONDS * 2)
     return clearTimeout(deadline)
   }
   if (process.env.BENCH_ONLY === "wakeups") {

@@ -28,6 +28,7 @@ import { LedgerPg } from "../layers/billing/LedgerPg.ts"
 import { CallStatsNone } from "../layers/monitoring/CallStatsNone.ts"
 import { NoopLedger } from "./noopLedger.ts"
 import { jsonLines, lineBuffer } from "../src/start/logFormat.ts"
+import { answerCoverageMessages } from "./codeCoverage.ts"
 import { answerHeapMessages } from "./heapSampling.ts"
 import { boundLifetime } from "./lifetime.ts"
 import { timePaths } from "./pathTiming.ts"
@@ -181,6 +182,7 @@ const main = async () => {
   })
   process.on("disconnect", stop)
   answerHeapMessages()
+  answerCoverageMessages()
   if (process.env.BENCH_PATH_TIMING === "1") timePaths()
   process.send!({
     ready: {
