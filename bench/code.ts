@@ -44,6 +44,16 @@ const sum = (rows: ReadonlyArray<PerCall>): PerCall =>
     kib: 0
   })
 
+/** The kinds of code a row belongs to, in the order the kind table lists them. */
+const KINDS: ReadonlyArray<readonly [string, (file: string) => boolean]> = [
+  ["ours (src, layers, services, plugins)", (file) => /^(src|layers|services|plugins)\//.test(file)],
+  ["Effect (effect, @effect/*)", (file) => file === "effect" || file.startsWith("@effect/")],
+  ["Node's own (node:*)", (file) => file.startsWith("node:")],
+  ["undici", (file) => file === "undici"],
+  ["the PostgreSQL driver (pg*)", (file) => file.startsWith("pg")],
+  ["the rest", () => true]
+]
+
 const line = (name: string, row: PerCall) =>
   `| ${name} | ${row.functions.toFixed(0)} | ${row.calls.toFixed(0)} | ${row.kib.toFixed(1)} |`
 
@@ -94,6 +104,12 @@ export const codeBench = async (startServer: StartServer, spawnLoader: () => Chi
     "| server | functions a call | calls a call | KiB of their source a call |",
     "|---|---:|---:|---:|",
     ...[...measured].map(([name, server]) => line(name, sum(rowsOf(server).map(([, row]) => row)))),
+    "",
+    "| the gateway's code by kind | functions a call | calls a call | KiB of their source a call |",
+    "|---|---:|---:|---:|",
+    ...KINDS.map(([kind]) =>
+      line(kind, sum(gateway.filter(([file]) => KINDS.find(([, holds]) => holds(file))![0] === kind).map(([, row]) => row)))
+    ),
     "",
     "| the gateway's file or package | functions a call | calls a call | KiB of their source a call |",
     "|---|---:|---:|---:|",
