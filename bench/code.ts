@@ -100,7 +100,8 @@ export const codeBench = async (startServer: StartServer, spawnLoader: () => Chi
   const gateway = rowsOf(measured.get("gateway")!)
   console.log([
     "",
-    `The code a JSON call runs, one connection, ${seconds} s each (V8's precise coverage; a function that ran on a share of the calls counts that share):`,
+    `The code a JSON call runs, one connection, ${seconds} s each (V8's precise coverage; ` +
+    "a function that ran on a share of the calls counts that share):",
     "| server | functions a call | calls a call | KiB of their source a call |",
     "|---|---:|---:|---:|",
     ...[...measured].map(([name, server]) => line(name, sum(rowsOf(server).map(([, row]) => row)))),

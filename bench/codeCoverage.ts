@@ -48,7 +48,8 @@ export const answerCoverageMessages = () => {
         if (whole === undefined || whole.count === 0) continue
         const file = fileOf(script.url)
         const runs = byFile.get(file) ?? []
-        runs.push({ name: `${fn.functionName || "(anonymous)"}:${whole.startOffset}`, calls: whole.count, bytes: whole.endOffset - whole.startOffset })
+        const name = `${fn.functionName || "(anonymous)"}:${whole.startOffset}`
+        runs.push({ name, calls: whole.count, bytes: whole.endOffset - whole.startOffset })
         byFile.set(file, runs)
       }
     }

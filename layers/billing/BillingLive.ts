@@ -116,7 +116,8 @@ export const BillingLive = Layer.scoped(
         return Effect.mapBoth(reserving, { onFailure: refusedBy(principal), onSuccess: (made) => opened(principal, made) })
       }
       const made = reserving as Exit.Exit<Reservation, InsufficientFunds>
-      return Exit.isSuccess(made) ? Exit.succeed(opened(principal, made.value)) : Exit.mapError(made as Exit.Exit<never, InsufficientFunds>, refusedBy(principal))
+      if (Exit.isSuccess(made)) return Exit.succeed(opened(principal, made.value))
+      return Exit.mapError(made as Exit.Exit<never, InsufficientFunds>, refusedBy(principal))
     }
     const refusedBy = (principal: Principal) => (refused: InsufficientFunds) => {
       hints.refused(principal.accountId!)
@@ -282,8 +283,8 @@ export const BillingLive = Layer.scoped(
           if (!end(held)) return Effect.dieMessage(`hold ${held.id} settled after it ended`)
           // The bill made at once: an Effect of its own only for the rare warning.
           const { bill, warning } = checkedBill(call, held.keyId)
-          if (warning !== undefined) return Effect.zipRight(warning, Effect.suspend(() => settledBy(fiber, held, bill, recordAfter, later)))
-          return settledBy(fiber, held, bill, recordAfter, later)
+          if (warning === undefined) return settledBy(fiber, held, bill, recordAfter, later)
+          return Effect.zipRight(warning, Effect.suspend(() => settledBy(fiber, held, bill, recordAfter, later)))
         }),
       release,
       drained,
