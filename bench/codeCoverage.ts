@@ -7,8 +7,7 @@
  * source's length (a nested function's included). bench/code.ts divides them
  * by the calls served.
  */
-import { Session } from "node:inspector"
-import { fileOf } from "./heapSampling.ts"
+import { fileOf, inspectorOfThisProcess } from "./heapSampling.ts"
 
 interface FunctionCoverage {
   readonly functionName: string
@@ -25,10 +24,7 @@ export interface FileCode {
 }
 
 export const answerCoverageMessages = () => {
-  const session = new Session()
-  session.connect()
-  const post = <A>(method: string, params?: object) =>
-    new Promise<A>((resolve, reject) => session.post(method, params, (error, result) => (error ? reject(error) : resolve(result as A))))
+  const post = inspectorOfThisProcess()
   process.on("message", async (message) => {
     if (message === "coverage-start") {
       await post("Profiler.enable")

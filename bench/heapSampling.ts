@@ -33,11 +33,16 @@ export const fileOf = (url: string) => {
   return inPackage !== null ? inPackage[1]! : path.startsWith("/") ? relative(process.cwd(), path) : path
 }
 
-export const answerHeapMessages = () => {
+/** This process's own inspector: a method's answer as a promise. */
+export const inspectorOfThisProcess = () => {
   const session = new Session()
   session.connect()
-  const post = <A>(method: string, params?: object) =>
+  return <A>(method: string, params?: object) =>
     new Promise<A>((resolve, reject) => session.post(method, params, (error, result) => (error ? reject(error) : resolve(result as A))))
+}
+
+export const answerHeapMessages = () => {
+  const post = inspectorOfThisProcess()
   process.on("message", async (message) => {
     if (message === "heap-start") {
       await post("HeapProfiler.startSampling", {

@@ -38,6 +38,9 @@ const withBilling = <A, E>(ledger: ReturnType<typeof recordingLedger>, run: Effe
     ))
   )))
 
+/** `withHold` settled, then failed, then interrupted: one settlement, two releases. */
+const WITH_HOLD_ENDS = ["reserve rcpt_1", "settle rcpt_1", "reserve rcpt_2", "release rcpt_2", "reserve rcpt_3", "release rcpt_3"]
+
 describe("billing stage", () => {
   it.effect("a settled hold is charged once and not released when its scope closes", () => {
     const ledger = recordingLedger()
@@ -149,14 +152,7 @@ describe("billing stage", () => {
         const fiber = yield* Effect.fork(billing.withHold(principal, 1n, () => Effect.never))
         yield* Effect.yieldNow()
         yield* Fiber.interrupt(fiber)
-        expect(ledger.log).toEqual([
-          "reserve rcpt_1",
-          "settle rcpt_1",
-          "reserve rcpt_2",
-          "release rcpt_2",
-          "reserve rcpt_3",
-          "release rcpt_3"
-        ])
+        expect(ledger.log).toEqual(WITH_HOLD_ENDS)
       })
     )
   })
@@ -179,14 +175,7 @@ describe("billing stage", () => {
           yield* Fiber.interrupt(fiber)
           const refused = yield* Effect.exit(billing.withHold(principal, usd(1000), () => Effect.die("not reached")))
           expect(refused).toStrictEqual(Exit.fail(new InsufficientFunds({ message: "no" })))
-          expect(ledger.log).toEqual([
-            "reserve rcpt_1",
-            "settle rcpt_1",
-            "reserve rcpt_2",
-            "release rcpt_2",
-            "reserve rcpt_3",
-            "release rcpt_3"
-          ])
+          expect(ledger.log).toEqual(WITH_HOLD_ENDS)
         })
       )
       yield* withBilling(
