@@ -8,10 +8,13 @@
  * last call's, and in a slow phase of this VM the time of a stretch follows
  * how much code it runs, not which (docs/performance.md, "After session 35"):
  * this is the measure of "half the code a call". `BENCH_CODE_FILE=<file or
- * package>` also lists that row's functions in each server.
+ * package>` also lists that row's functions in each server; with
+ * `BENCH_BASE=<other checkout>` (one with bench/codeCoverage.ts, from session
+ * 37 on) that checkout's gateway is counted too.
  */
 import type { ChildProcess } from "node:child_process"
 import { type Bodies, loadWith, nextMessage, type Server, type StartServer } from "./children.ts"
+import { startFrom } from "./pair.ts"
 import type { FileCode } from "./codeCoverage.ts"
 import { warmUp } from "./warmup.ts"
 
@@ -82,6 +85,8 @@ export const codeBench = async (startServer: StartServer, spawnLoader: () => Chi
     "bare proxy": await startServer(["proxy", upstream.url]),
     gateway: await startServer([process.env.BENCH_GATEWAY ?? "gateway", upstream.url])
   }
+  const base = process.env.BENCH_BASE
+  if (base !== undefined) servers["gateway of BENCH_BASE"] = await startFrom(base, ["gateway", upstream.url])
   const loader = spawnLoader()
   await nextMessage(loader, "ready")
   const load = loadWith(loader)
