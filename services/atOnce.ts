@@ -27,3 +27,12 @@ export const mapAtOnce = <A, E, R, B>(effect: Effect.Effect<A, E, R>, f: (value:
   const exit = effect as Exit.Exit<A, E>
   return Exit.isSuccess(exit) ? Effect.succeed(f(exit.value)) : (exit as Exit.Exit<never, E>)
 }
+
+/** The effect's value or its error through `onSuccess` / `onFailure`: at once when the effect is an Exit already. */
+export const mapBothAtOnce = <A, E, R, B, E2>(
+  effect: Effect.Effect<A, E, R>,
+  options: { readonly onFailure: (error: E) => E2; readonly onSuccess: (value: A) => B }
+): Effect.Effect<B, E2, R> => {
+  if (!Exit.isExit(effect)) return Effect.mapBoth(effect, options)
+  return Exit.mapBoth(effect as Exit.Exit<A, E>, options)
+}

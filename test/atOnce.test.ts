@@ -7,8 +7,21 @@
  */
 import { Effect, Exit, Tracer } from "effect"
 import { describe, expect, it } from "vitest"
-import { mapAtOnce, thenAtOnce } from "../services/atOnce.ts"
+import { mapAtOnce, mapBothAtOnce, thenAtOnce } from "../services/atOnce.ts"
 import { stage } from "../layers/telemetry/stageSpan.ts"
+
+describe("mapBothAtOnce", () => {
+  it("maps a known answer or error at once, and one still to come when it runs", () => {
+    const calls: Array<string> = []
+    const both = { onFailure: (e: string) => (calls.push(e), `${e}!`), onSuccess: (n: number) => (calls.push(String(n)), n + 1) }
+    expect(mapBothAtOnce(Effect.succeed(1), both)).toStrictEqual(Exit.succeed(2))
+    expect(mapBothAtOnce(Effect.fail("no"), both)).toStrictEqual(Exit.fail("no!"))
+    const later = mapBothAtOnce(Effect.sync(() => 5), both)
+    expect(calls).toEqual(["1", "no"])
+    expect(Effect.runSync(later)).toBe(6)
+    expect(calls).toEqual(["1", "no", "5"])
+  })
+})
 
 describe("thenAtOnce", () => {
   it("goes on at once from an answer already known: what follows is called before anything runs", () => {

@@ -34,7 +34,7 @@ import { billableUsage } from "./usageCheck.ts"
 import { SettlementJournal } from "../../services/SettlementJournal.ts"
 import { acquirePlainRelease } from "../../plugins/support/plainRelease.ts"
 import { inStage, stage, type StageFiber } from "../telemetry/stageSpan.ts"
-import { mapAtOnce, thenAtOnce } from "../../services/atOnce.ts"
+import { mapAtOnce, mapBothAtOnce, thenAtOnce } from "../../services/atOnce.ts"
 
 /** The longest a read waits for the settlements queued before it (the database may be away). */
 const SETTLED_WAIT_MILLIS = 1000
@@ -112,16 +112,13 @@ export const BillingLive = Layer.scoped(
         requestId: fiber.getFiberRef(currentRequestId) ?? ids.make("req"),
         amount
       })
-      if (!Exit.isExit(reserving)) {
-        return Effect.mapBoth(reserving, { onFailure: refusedBy(principal), onSuccess: (made) => opened(principal, made) })
-      }
-      const made = reserving as Exit.Exit<Reservation, InsufficientFunds>
-      if (Exit.isSuccess(made)) return Exit.succeed(opened(principal, made.value))
-      return Exit.mapError(made as Exit.Exit<never, InsufficientFunds>, refusedBy(principal))
-    }
-    const refusedBy = (principal: Principal) => (refused: InsufficientFunds) => {
-      hints.refused(principal.accountId!)
-      return refused
+      return mapBothAtOnce(reserving, {
+        onFailure: (refused) => {
+          hints.refused(principal.accountId!)
+          return refused
+        },
+        onSuccess: (made) => opened(principal, made)
+      })
     }
 
     /** Ends the hold without a charge when it has not ended yet: does its work when called (`release` when run). */
