@@ -115,8 +115,8 @@ export const RateLimiterLive = Layer.scoped(
 
     const permits = yield* makePermits(store, leaseMs, LINGER_MS, SWEEP_MS, IDLE_SWEEPS)
     /** One of the account's concurrent-call permits, held until the scope closes. */
-    const permit = (principal: Principal, accountId: string, cap: number) =>
-      Effect.flatMap(permits.hold(accountId, cap), (held) =>
+    const permit = (fiber: Fiber.RuntimeFiber<unknown, unknown>, principal: Principal, accountId: string, cap: number) =>
+      thenAtOnce(permits.hold(fiber, accountId, cap), (held) =>
         held
           ? Effect.void
           : Effect.zipRight(refused("concurrency", principal, 1000), Effect.fail(retryLater(`${cap} concurrent calls per account`, 1000))))
@@ -224,8 +224,10 @@ export const RateLimiterLive = Layer.scoped(
 
     /** What a store operation failing means to a call: refused for a moment, the outage said once. */
     const atStore = <A, E>(effect: Effect.Effect<A, E | StoreUnavailable, Scope.Scope>) =>
-      Effect.catchTag(effect, "StoreUnavailable", (error) =>
-        Effect.zipRight(outage.failed(error as StoreUnavailable), Effect.fail(refusal)))
+      Exit.isExit(effect) && Exit.isSuccess(effect)
+        ? effect as Exit.Exit<A>
+        : Effect.catchTag(effect, "StoreUnavailable", (error) =>
+          Effect.zipRight(outage.failed(error as StoreUnavailable), Effect.fail(refusal)))
 
     /** The call counted against the key's buckets, from its lease when it covers the call (at once), else at the store. */
     const countCall = (fiber: Fiber.RuntimeFiber<unknown, unknown>, principal: Principal, tokens: number) => {
@@ -281,7 +283,7 @@ export const RateLimiterLive = Layer.scoped(
         Effect.withFiberRuntime((fiber) => {
           if (principal.accountId === null) return Effect.succeed(unlimited)
           const cap = principal.concurrency ?? defaults.concurrency
-          const permitted = cap === undefined ? Effect.void : atStore(permit(principal, principal.accountId, cap))
+          const permitted = cap === undefined ? Effect.void : atStore(permit(fiber, principal, principal.accountId, cap))
           return thenAtOnce(permitted, () => countCall(fiber, principal, tokens))
         })
     })

@@ -16,7 +16,9 @@
  * idle for `idleSweeps` sweeps, and all of them when it stops.
  */
 import { randomUUID } from "node:crypto"
-import { Clock, Context, Effect, Exit, Scope } from "effect"
+import { Clock, Effect, Exit, type Fiber, type Scope } from "effect"
+import { mapAtOnce } from "../../services/atOnce.ts"
+import { atCallEnd, openCallEnds } from "../../services/callEnds.ts"
 import type { RateLimitStore, StoreUnavailable } from "../../services/RateLimiter.ts"
 import { acquirePlainRelease } from "../../plugins/support/plainRelease.ts"
 import { makeSerialBatches } from "../storage/serialBatches.ts"
@@ -50,8 +52,8 @@ interface Spares {
 }
 
 /**
- * `hold(account, cap)`: whether the account had room for one more call; a permit granted is held until
- * the scope closes. Idle permits go back once unused for `idleSweeps` sweeps (every `sweepMs`).
+ * `hold(fiber, account, cap)`: whether the account had room for one more call; a permit granted is held
+ * until the fiber's scope closes. Idle permits go back once unused for `idleSweeps` sweeps (every `sweepMs`).
  */
 export const makePermits = (
   store: RateLimitStore["Type"],
@@ -60,7 +62,13 @@ export const makePermits = (
   sweepMs: number,
   idleSweeps: number
 ): Effect.Effect<
-  { readonly hold: (accountId: string, cap: number) => Effect.Effect<boolean, StoreUnavailable, Scope.Scope> },
+  {
+    readonly hold: (
+      fiber: Fiber.RuntimeFiber<unknown, unknown>,
+      accountId: string,
+      cap: number
+    ) => Effect.Effect<boolean, StoreUnavailable, Scope.Scope>
+  },
   never,
   Scope.Scope
 > =>
@@ -145,18 +153,34 @@ export const makePermits = (
         (entry) => ended(accountId, cap, entry)
       ).pipe(Effect.map((entry) => entry !== undefined))
 
+    /** A spare, when the account has one, taken and its end put down in the same step; else a permit asked of the store. */
+    const holdNow = (
+      fiber: Fiber.RuntimeFiber<unknown, unknown>,
+      accountId: string,
+      cap: number
+    ): Effect.Effect<boolean, StoreUnavailable, Scope.Scope> => {
+      const pool = spares.get(accountId)
+      const spare = pool?.cap === cap ? pool.permits.pop() : undefined
+      if (spare === undefined) return asked(accountId, cap, pool)
+      pool!.unusedSweeps = 0
+      return mapAtOnce(atCallEnd(fiber, () => ended(accountId, cap, spare)), () => true)
+    }
+
     /**
-     * A spare, when the account has one, is taken and its end put on the scope in one uninterruptible
-     * step, with no effect to acquire it: every call of a busy account under a large cap comes here.
+     * In a call's own scope the spare's end is one of the call's ends, put down at once (an Exit) with
+     * no step between the spare taken and its end: every call of a busy account under a large cap
+     * comes here. Elsewhere it goes on the scope, in one uninterruptible step with the spare taken.
      */
-    const hold = (accountId: string, cap: number): Effect.Effect<boolean, StoreUnavailable, Scope.Scope> =>
-      Effect.uninterruptible(Effect.withFiberRuntime((fiber) => {
-        const pool = spares.get(accountId)
-        const spare = pool?.cap === cap ? pool.permits.pop() : undefined
-        if (spare === undefined) return asked(accountId, cap, pool)
-        pool!.unusedSweeps = 0
-        return Effect.as(Scope.addFinalizer(Context.unsafeGet(fiber.currentContext, Scope.Scope), ended(accountId, cap, spare)), true)
-      }))
+    const hold = (
+      fiber: Fiber.RuntimeFiber<unknown, unknown>,
+      accountId: string,
+      cap: number
+    ): Effect.Effect<boolean, StoreUnavailable, Scope.Scope> =>
+      openCallEnds(fiber) !== undefined
+        ? holdNow(fiber, accountId, cap)
+        : Effect.uninterruptible(
+          Effect.withFiberRuntime<boolean, StoreUnavailable, Scope.Scope>((inRegion) => holdNow(inRegion, accountId, cap))
+        )
 
     return { hold }
   })

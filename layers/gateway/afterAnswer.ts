@@ -1,13 +1,16 @@
 /**
  * What a call's answer does not wait for (the attempt's health, the
  * settlement's hand-over to the ledger, the rate limits' correction),
- * collected while the call ends and run once the answer is written: in one
- * finalizer of the caller's scope, which closes then, even for a caller that
- * left. One finalizer for all of them, not one each: a finalizer costs a
- * call a few steps to add and a few more to run (docs/performance.md).
+ * collected while the call ends and run once the answer is written: as one
+ * end of the call (services/callEnds.ts), or one finalizer of the caller's
+ * scope, which closes then, even for a caller that left. One for all of
+ * them, not one each: a finalizer costs a call a few steps to add and a few
+ * more to run (docs/performance.md).
  */
-import { Context, Effect, Scope } from "effect"
+import { Effect, type Scope } from "effect"
+import { thenAtOnce } from "../../services/atOnce.ts"
 import type { AfterAnswer } from "../../services/Billing.ts"
+import { atCallEnd } from "../../services/callEnds.ts"
 
 /** Each work in turn, each run whatever the ones before it did; a defect is logged, not passed on. */
 const eachOf = (works: ReadonlyArray<Effect.Effect<void>>): Effect.Effect<void> =>
@@ -17,18 +20,18 @@ const eachOf = (works: ReadonlyArray<Effect.Effect<void>>): Effect.Effect<void> 
     Effect.void
   )
 
-/** `end`, given where to put what its answer does not wait for: run as the caller's scope closes. */
+/** `end`, given where to put what its answer does not wait for: run as the caller's scope closes (a call's end). */
 export const endingBeforeLater = <A, E, R>(
   end: (later: AfterAnswer) => Effect.Effect<A, E, R>
 ): Effect.Effect<A, E, R | Scope.Scope> =>
   Effect.withFiberRuntime((fiber) => {
     const works: Array<Effect.Effect<void>> = []
-    const scope = Context.unsafeGet(fiber.currentContext as Context.Context<Scope.Scope>, Scope.Scope)
-    return Effect.zipRight(
-      Scope.addFinalizer(scope, Effect.suspend(() => eachOf(works))),
-      end((work) => {
-        works.push(work)
-        return Effect.void
-      })
+    return thenAtOnce(
+      atCallEnd(fiber, () => Effect.suspend(() => eachOf(works))),
+      () =>
+        end((work) => {
+          works.push(work)
+          return Effect.void
+        })
     )
   })

@@ -13,8 +13,9 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { HttpServerResponse } from "@effect/platform"
 import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
-import { Context, Effect, FiberId, FiberRef, FiberRefs, Layer, ParseResult, Runtime, RuntimeFlags, Schema, Scope } from "effect"
+import { Context, Effect, FiberId, FiberRefs, Layer, ParseResult, Runtime, RuntimeFlags, Schema } from "effect"
 import { codeOf, currentRequestId, envelopeOf, statusOf } from "../../../services/ApiError.ts"
+import { type CallEnds, currentCallEnds, emptyCallEnds, inCallScope } from "../../../services/callEnds.ts"
 import { ApiKeys } from "../../../services/ApiKeys.ts"
 import { CallStats, currentCall } from "../../../services/CallStats.ts"
 import { ChatRequest } from "../../../services/Chat.ts"
@@ -97,8 +98,13 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
         return plain !== undefined ? withPayload(plain) : Effect.flatMap(decodePayload(json), withPayload)
       })).pipe(Effect.catchIf(ParseResult.isParseError, HttpApiDecodeError.refailParseError))
 
-  /** A call's own fiber refs (its request id, monitoring cell and rate-limit status), set as its fiber is made. */
-  type CallRefs = { readonly requestId: string; readonly call: ReturnType<typeof openCall>; readonly limits: RateLimitStatus }
+  /** A call's own fiber refs (its request id, monitoring cell, rate-limit status and ends), set as its fiber is made. */
+  type CallRefs = {
+    readonly requestId: string
+    readonly call: ReturnType<typeof openCall>
+    readonly limits: RateLimitStatus
+    readonly ends: CallEnds
+  }
 
   /** The answer (or the error's envelope), then its head and the call's count, then the body. */
   const serve = (request: IncomingMessage, response: ServerResponse, text: string, refs: CallRefs) =>
@@ -116,7 +122,7 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
             refs
           )
         })
-    }).pipe(inOwnScope)
+    }).pipe(inCallScope(refs.ends))
 
   const written = (
     response: ServerResponse,
@@ -147,15 +153,16 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
     if (crossOrigin && request.headers.origin !== undefined) return false
     readBody(request, (text) => {
       const requestId = ids.make("req")
-      const refs: CallRefs = { requestId, call: openCall(stats, metrics, requestId, clock), limits: {} }
-      // One copy of the new fiber's refs with all three, where a `FiberRef.set` each in the fiber copies them thrice.
+      const refs: CallRefs = { requestId, call: openCall(stats, metrics, requestId, clock), limits: {}, ends: emptyCallEnds() }
+      // One copy of the new fiber's refs with all four, where a `FiberRef.set` each in the fiber copies them each time.
       const fiber = runFork(serve(request, response, text, refs), {
         updateRefs: (fiberRefs, fiberId) =>
           FiberRefs.updateManyAs(fiberRefs, {
             entries: [
               [currentRequestId, [[fiberId, requestId]]],
               [currentCall, [[fiberId, refs.call.facts]]],
-              [currentRateLimits, [[fiberId, refs.limits]]]
+              [currentRateLimits, [[fiberId, refs.limits]]],
+              [currentCallEnds, [[fiberId, refs.ends]]]
             ]
           })
       })
@@ -167,17 +174,3 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
   }
   yield* Effect.addFinalizer(() => Effect.sync(() => void (server.lane = undefined)))
 }))
-
-/**
- * `Effect.scoped` for an effect that is its fiber's whole life (each call runs in a fiber the lane
- * forked, with an empty context): the scope becomes the fiber's context once, where `Effect.scoped`
- * provides it for a region and restores the context after it, which costs a call more than the
- * rest of its scope. Made before its close is arranged, as `Effect.scoped` does: a scope still
- * empty holds nothing to release.
- */
-const inOwnScope = <A, E>(effect: Effect.Effect<A, E, Scope.Scope>): Effect.Effect<A, E> =>
-  Effect.flatMap(Scope.make(), (scope) =>
-    Effect.onExit(
-      Effect.zipRight(FiberRef.set(FiberRef.currentContext, Context.make(Scope.Scope, scope)), effect as Effect.Effect<A, E>),
-      (exit) => Scope.close(scope, exit)
-    ))

@@ -1,0 +1,82 @@
+/**
+ * What a call does at its end, without a finalizer on its scope each: the
+ * chat lane gives every call a list of ends (`currentCallEnds`) and runs it
+ * as the call's scope closes, so a stage puts its end there in no step of
+ * its own (an Exit: services/atOnce.ts), and the scope, left empty, closes
+ * without combining its finalizers' exits (docs/performance.md, item 87).
+ *
+ * Only the call's own scope: a stage running in a narrower one (an
+ * `Effect.scoped` inside the call) or without the lane (the app's routes,
+ * tests) puts its end on its scope as before, and so does one added once the
+ * list has run (the scope, closed then too, runs it at once).
+ */
+import { type Cause, Context, Effect, Exit, type Fiber, FiberRef, Option, Scope } from "effect"
+import { globalValue } from "effect/GlobalValue"
+
+/** An end is told how the call ended, as a scope's finalizer is. */
+export type CallEnd = (exit: Exit.Exit<unknown, unknown>) => Effect.Effect<unknown>
+
+/** A call's ends, for the scope its lane made; `closed` once they ran. */
+export interface CallEnds {
+  scope: Scope.Scope | undefined
+  readonly ends: Array<CallEnd>
+  closed: Exit.Exit<unknown, unknown> | undefined
+}
+
+export const currentCallEnds = globalValue(
+  "svc/currentCallEnds",
+  () => FiberRef.unsafeMake<CallEnds | undefined>(undefined)
+)
+
+export const emptyCallEnds = (): CallEnds => ({ scope: undefined, ends: [], closed: undefined })
+
+/**
+ * `end` run when the fiber's scope closes: added to its call's ends at once when that scope is the
+ * call's own, else as a finalizer of the scope.
+ */
+export const atCallEnd = (fiber: Fiber.RuntimeFiber<unknown, unknown>, end: CallEnd): Effect.Effect<void> => {
+  const call = openCallEnds(fiber)
+  if (call === undefined) {
+    const scope = Context.unsafeGet(fiber.currentContext as Context.Context<Scope.Scope>, Scope.Scope)
+    return Scope.addFinalizerExit(scope, end)
+  }
+  call.ends.push(end)
+  return Exit.void
+}
+
+/** The call's ends, when the fiber runs in the call's own scope and they have not run yet: an end goes there at once. */
+export const openCallEnds = (fiber: Fiber.RuntimeFiber<unknown, unknown>): CallEnds | undefined => {
+  const call = fiber.getFiberRef(currentCallEnds)
+  if (call === undefined || call.closed !== undefined) return undefined
+  const scope = Context.getOption(fiber.currentContext as Context.Context<Scope.Scope>, Scope.Scope)
+  return Option.isSome(scope) && scope.value === call.scope ? call : undefined
+}
+
+const logged = (cause: Cause.Cause<unknown>) => Effect.logError("a call's end failed", cause)
+
+/** Runs the call's ends, the last added first, each whatever the ones before it did (a failure is logged). */
+export const runCallEnds = (call: CallEnds, exit: Exit.Exit<unknown, unknown>): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    call.closed = exit
+    let all: Effect.Effect<void> = Effect.void
+    for (const end of call.ends) all = Effect.zipRight(Effect.catchAllCause(end(exit), logged), all)
+    call.ends.length = 0
+    return all
+  })
+
+/**
+ * `Effect.scoped` for an effect that is its fiber's whole life (the chat lane forks each call in a
+ * fiber with an empty context): the scope becomes the fiber's context once, where `Effect.scoped`
+ * provides it for a region and restores the context after it, which costs a call more than the
+ * rest of its scope. Made before its close is arranged, as `Effect.scoped` does: a scope still
+ * empty holds nothing to release. The call's `ends` (the fiber's `currentCallEnds`) run once the
+ * scope is closed: what went on the scope came later than they (the upstream's body, say).
+ */
+export const inCallScope = (ends: CallEnds) => <A, E>(effect: Effect.Effect<A, E, Scope.Scope>): Effect.Effect<A, E> =>
+  Effect.flatMap(Scope.make(), (scope) => {
+    ends.scope = scope
+    return Effect.onExit(
+      Effect.zipRight(FiberRef.set(FiberRef.currentContext, Context.make(Scope.Scope, scope)), effect as Effect.Effect<A, E>),
+      (exit) => Effect.zipRight(Scope.close(scope, exit), runCallEnds(ends, exit))
+    )
+  })
