@@ -10,9 +10,11 @@
  * this is the measure of "half the code a call". `BENCH_CODE_FILE=<file or
  * package>` also lists that row's functions in each server; with
  * `BENCH_BASE=<other checkout>` (one with bench/codeCoverage.ts, from session
- * 37 on) that checkout's gateway is counted too.
+ * 37 on) that checkout's gateway is counted too; `BENCH_CODE_DUMP=<file>`
+ * writes every server's coverage there as JSON, to compare in any detail.
  */
 import type { ChildProcess } from "node:child_process"
+import { writeFileSync } from "node:fs"
 import { type Bodies, loadWith, nextMessage, type Server, type StartServer } from "./children.ts"
 import { startFrom } from "./pair.ts"
 import type { FileCode } from "./codeCoverage.ts"
@@ -100,6 +102,8 @@ export const codeBench = async (startServer: StartServer, spawnLoader: () => Chi
     measured.set(name, { coverage: await nextMessage(server.child, "coverage"), requests: Math.max(1, requests) })
   }
   for (const server of [upstream, ...Object.values(servers), { child: loader }]) server.child.send("stop")
+  const dump = process.env.BENCH_CODE_DUMP
+  if (dump !== undefined) writeFileSync(dump, JSON.stringify(Object.fromEntries(measured)))
   const rowsOf = ({ coverage, requests }: Measured) =>
     coverage.map(([file, code]): [string, PerCall] => [file, perCall(code, requests)]).sort((a, b) => b[1].functions - a[1].functions)
   const gateway = rowsOf(measured.get("gateway")!)

@@ -44,7 +44,9 @@ export const answerCoverageMessages = () => {
         if (whole === undefined || whole.count === 0) continue
         const file = fileOf(script.url)
         const runs = byFile.get(file) ?? []
-        const name = `${fn.functionName || "(anonymous)"}:${whole.startOffset}`
+        // Inside a package, which of its files: its functions are one row of the table, and a name alone is ambiguous.
+        const within = /node_modules\/(?:@[^/]+\/)?[^/]+\/(.+)$/.exec(script.url)?.[1]
+        const name = `${fn.functionName || "(anonymous)"}:${whole.startOffset}${within !== undefined ? ` (${within})` : ""}`
         runs.push({ name, calls: whole.count, bytes: whole.endOffset - whole.startOffset })
         byFile.set(file, runs)
       }

@@ -57,7 +57,7 @@ export const pathBench = async (
   const upstream = await startServer(["upstream"])
   const servers: Record<string, Server> = {
     "bare proxy": await startServer(["proxy", upstream.url]),
-    gateway: await startServer(["gateway", upstream.url])
+    gateway: await startServer([process.env.BENCH_GATEWAY ?? "gateway", upstream.url], process.env.BENCH_GATEWAY_FLAGS?.split(" ").filter(Boolean))
   }
   const base = process.env.BENCH_BASE
   if (base !== undefined) servers[BASE] = await startFrom(base, ["gateway", upstream.url])

@@ -162,6 +162,9 @@ const main = async () => {
       if (role === "upstream-slow") fake.behave({ chunkDelayMs: 1000 })
       // A frame a millisecond: each frame comes in a read of its own, as tokens do (bench/stages.ts).
       if (role === "upstream-paced") fake.behave({ chunkDelayMs: 1 })
+      // An upstream that takes its time, as every real model does: each call's code then runs cold (docs/performance.md).
+      const delayHeadersMs = Number(process.env.BENCH_UPSTREAM_DELAY_MS ?? 0)
+      if (role === "upstream" && delayHeadersMs > 0) fake.behave({ delayHeadersMs })
       return { ...fake, url: fake.baseUrl, key: undefined }
     })
     : role === "proxy" || role === "proxy-busy"
