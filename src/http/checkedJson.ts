@@ -5,7 +5,7 @@
  * nothing; a body that breaks one is 400 `invalid_request` naming the field.
  */
 import type { HttpServerRequest } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Exit } from "effect"
 import { InvalidRequest } from "../../services/ApiError.ts"
 import { quote } from "../../services/quote.ts"
 import { type ShapeLimits, shapeFault } from "./jsonShape.ts"
@@ -22,16 +22,19 @@ const printable = (_: string, value: unknown) =>
     ? Object.setPrototypeOf(value, PRINTABLE)
     : value
 
-const parsed = (text: string) =>
-  Effect.try({
-    try: () => (text === "" ? null : text.includes("\"toString\"") ? JSON.parse(text, printable) : JSON.parse(text)) as unknown,
-    catch: (error) => new InvalidRequest({ message: `The body is not valid JSON: ${quote(String((error as Error).message), 120)}` })
-  })
+/** Parsed now, its answer an Exit: every JSON call reads its body here, with no step of its own (services/atOnce.ts). */
+const parsed = (text: string): Exit.Exit<unknown, InvalidRequest> => {
+  try {
+    return Exit.succeed(text === "" ? null : text.includes("\"toString\"") ? JSON.parse(text, printable) : JSON.parse(text))
+  } catch (error) {
+    return Exit.fail(new InvalidRequest({ message: `The body is not valid JSON: ${quote(String((error as Error).message), 120)}` }))
+  }
+}
 
-/** A body's text parsed as JSON once it passed the shape rules of `limits`. */
-export const checkedJson = (text: string, limits: ShapeLimits) => {
+/** A body's text parsed as JSON once it passed the shape rules of `limits`, at once. */
+export const checkedJson = (text: string, limits: ShapeLimits): Exit.Exit<unknown, InvalidRequest> => {
   const fault = shapeFault(text, limits)
-  return fault === undefined ? parsed(text) : Effect.fail(new InvalidRequest(fault))
+  return fault === undefined ? parsed(text) : Exit.fail(new InvalidRequest(fault))
 }
 
 /** `request` with its `json` checked against `limits` before it is parsed. */

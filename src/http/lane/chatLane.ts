@@ -15,9 +15,10 @@ import type { HttpServerResponse } from "@effect/platform"
 import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
 import { Context, Effect, FiberId, FiberRefs, Layer, ParseResult, Runtime, RuntimeFlags, Schema } from "effect"
 import { codeOf, currentRequestId, envelopeOf, statusOf } from "../../../services/ApiError.ts"
+import { thenAtOnce } from "../../../services/atOnce.ts"
 import { type CallEnds, currentCallEnds, emptyCallEnds, inCallScope } from "../../../services/callEnds.ts"
 import { ApiKeys } from "../../../services/ApiKeys.ts"
-import { CallStats, currentCall } from "../../../services/CallStats.ts"
+import { type CallFacts, CallStats, currentCall } from "../../../services/CallStats.ts"
 import { ChatRequest } from "../../../services/Chat.ts"
 import { AppConfig } from "../../../services/Config.ts"
 import { DatabaseStatus } from "../../../services/DatabaseStatus.ts"
@@ -40,6 +41,10 @@ const PATH = "/v1/chat/completions"
 
 const decodePayload = Schema.decodeUnknown(ChatRequest)
 const decodeHeaders = Schema.decodeUnknown(IdempotencyHeaders)
+
+/** A decoding's refusal as HttpApi's own (400 with the schema's issues). */
+const decodedAsTheApp = <A, R>(decoded: Effect.Effect<A, ParseResult.ParseError, R>) =>
+  Effect.catchAll(decoded, HttpApiDecodeError.refailParseError)
 
 /** Reads the whole body (its length is declared and within the limit), then `then`. */
 const readBody = (request: IncomingMessage, then: (text: string) => void) => {
@@ -86,17 +91,18 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
    * key, then the body, then the headers, as the app checks them. A chain, not a generator: it runs
    * on every call.
    */
-  const answer = (request: IncomingMessage, text: string) =>
-    Effect.flatMap(principalOf(keys, ["chat"], request.headers.authorization), (principal) =>
-      Effect.flatMap(checkedJson(text, { maxDepth: maxJsonDepth, maxArrayItems }), (json) => {
+  const answer = (request: IncomingMessage, text: string, call: CallFacts) =>
+    thenAtOnce(principalOf(keys, ["chat"], request.headers.authorization, call), (principal) =>
+      thenAtOnce(checkedJson(text, { maxDepth: maxJsonDepth, maxArrayItems }), (json) => {
         // Without an `Idempotency-Key`, the headers' schema has nothing to decode.
         const withPayload = (payload: ChatRequest) =>
           request.headers["idempotency-key"] === undefined
             ? chat(payload, undefined, principal)
-            : Effect.flatMap(decodeHeaders(request.headers), (headers) => chat(payload, headers["idempotency-key"], principal))
+            : Effect.flatMap(decodedAsTheApp(decodeHeaders(request.headers)), (headers) =>
+              chat(payload, headers["idempotency-key"], principal))
         const plain = plainChatRequest(json)
-        return plain !== undefined ? withPayload(plain) : Effect.flatMap(decodePayload(json), withPayload)
-      })).pipe(Effect.catchIf(ParseResult.isParseError, HttpApiDecodeError.refailParseError))
+        return plain !== undefined ? withPayload(plain) : Effect.flatMap(decodedAsTheApp(decodePayload(json)), withPayload)
+      }))
 
   /** A call's own fiber refs (its request id, monitoring cell, rate-limit status and ends), set as its fiber is made. */
   type CallRefs = {
@@ -108,7 +114,7 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
 
   /** The answer (or the error's envelope), then its head and the call's count, then the body. */
   const serve = (request: IncomingMessage, response: ServerResponse, text: string, refs: CallRefs) =>
-    Effect.matchCauseEffect(answer(request, text), {
+    Effect.matchCauseEffect(answer(request, text, refs.call.facts), {
       onSuccess: (answered) => written(response, answered, {}, refs),
       onFailure: (cause) =>
         Effect.flatMap(errorOf(cause), (error) => {
