@@ -1,7 +1,8 @@
 /**
  * One server of the benchmark, in its own process so that each has its own
  * event loop: `upstream` (`upstream-slow`: a frame a second), `proxy <upstreamBaseUrl>` (`proxy-busy <upstreamBaseUrl> <µs> <µs>`:
- * with busy waits before each upstream request and after its answer, bench/wakeups.ts), `gateway <upstreamBaseUrl>` or
+ * with busy waits before each upstream request and after its answer, bench/wakeups.ts; `proxy-burdened`: with work of a
+ * known kind before each, bench/burden.ts), `gateway <upstreamBaseUrl>` or
  * `gateway-unrecorded <upstreamBaseUrl>` (the same gateway keeping no call records, bench/records.ts),
  * `gateway-embedded` (on PGlite even when DATABASE_URL is set) or `gateway-unbilled` (a no-op ledger).
  * Sends `{ ready: { url, key?, keys? } }` to the parent (`keys`: with
@@ -26,6 +27,7 @@ import { startGateway } from "../test/support/gateway.ts"
 import { coreWith } from "../layers/Core.ts"
 import { LedgerPg } from "../layers/billing/LedgerPg.ts"
 import { CallStatsNone } from "../layers/monitoring/CallStatsNone.ts"
+import { burdenOf } from "./burden.ts"
 import { NoopLedger } from "./noopLedger.ts"
 import { jsonLines, lineBuffer } from "../src/start/logFormat.ts"
 import { answerCoverageMessages } from "./codeCoverage.ts"
@@ -53,9 +55,10 @@ const busyWait = (micros: number) => {
 
 /**
  * A bare pass-through proxy: node:http in, undici keep-alive Pool out, bodies piped, nothing rewritten;
- * with `busy`, busy waits that long (µs) before each upstream request and after its answer's head.
+ * with `busy`, busy waits that long (µs) before each upstream request and after its answer's head;
+ * with `burden`, that work before each upstream request (bench/burden.ts).
  */
-const startBareProxy = async (upstreamBaseUrl: string, busy = { before: 0, after: 0 }) => {
+const startBareProxy = async (upstreamBaseUrl: string, busy = { before: 0, after: 0 }, burden?: () => unknown) => {
   const upstream = new URL(upstreamBaseUrl)
   const pool = new Pool(upstream.origin, { connections: 128 })
   const target = `${upstream.pathname.replace(/\/+$/, "")}/chat/completions`
@@ -63,6 +66,8 @@ const startBareProxy = async (upstreamBaseUrl: string, busy = { before: 0, after
     if (req.method !== "POST" || req.url !== "/v1/chat/completions") return res.writeHead(404).end()
     try {
       if (busy.before > 0) busyWait(busy.before)
+      // Kept with the response: the burden's objects live until the call is over, as a gateway's do.
+      if (burden !== undefined) (res as { burden?: unknown }).burden = burden()
       const answer = await pool.request({ method: "POST", path: target, headers: endToEnd(req.headers) as any, body: req })
       if (busy.after > 0) busyWait(busy.after)
       res.writeHead(answer.statusCode, endToEnd(answer.headers) as any)
@@ -169,6 +174,8 @@ const main = async () => {
     })
     : role === "proxy" || role === "proxy-busy"
     ? { ...await startBareProxy(upstreamBaseUrl, { before: Number(busyBefore), after: Number(busyAfter) }), key: undefined }
+    : role === "proxy-burdened"
+    ? { ...await startBareProxy(upstreamBaseUrl, undefined, burdenOf(process.env)), key: undefined }
     : await startBenchGateway(upstreamBaseUrl, role?.startsWith("gateway-") ? role.slice(8) as Variant : undefined)
   let stopping = false
   const stop = async () => {
