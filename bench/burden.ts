@@ -5,7 +5,9 @@
  * or without `BENCH_UPSTREAM_DELAY_MS`; docs/performance.md, "After session
  * 38"): `BENCH_EXTRA_FUNCTIONS=n` runs n distinct small functions (code, each
  * compiled on its own), `BENCH_EXTRA_KIB=k` allocates about k KiB of small
- * objects that live until the call's answer (memory written).
+ * objects that live until the call's answer (memory written),
+ * `BENCH_EXTRA_READS=n` reads a field of n long-lived objects a cache line
+ * apart (memory read, as a call reads its services' and caches' objects).
  */
 
 /** A function of its own, from source of its own: V8 compiles and optimizes each apart. */
@@ -14,14 +16,26 @@ const distinct = (i: number) =>
     x: number
   ) => number
 
+/**
+ * `count` long-lived objects, each on a cache line of its own: made among as many others as they
+ * need apart, which stay alive too, so that all of them go to the old generation as a service's do.
+ */
+const spreadObjects = (count: number) => {
+  const all: Array<{ a: number; b: number; c: number; d: number }> = []
+  for (let i = 0; i < count * 4; i++) all.push({ a: i, b: i, c: i, d: i })
+  return { read: all.filter((_, i) => i % 4 === 0), all }
+}
+
 /** What a call of the proxy does before its upstream request; its result is kept with the call. */
 export const burdenOf = (env: Record<string, string | undefined>): () => unknown => {
   const functions = Array.from({ length: Number(env.BENCH_EXTRA_FUNCTIONS ?? 0) }, (_, i) => distinct(i))
+  const { read } = spreadObjects(Number(env.BENCH_EXTRA_READS ?? 0))
   // ~73 bytes an object here, the array's growth included (`BENCH_ONLY=allocation BENCH_GATEWAY=proxy-burdened`).
   const objects = Math.round(Number(env.BENCH_EXTRA_KIB ?? 0) * 14)
   return () => {
     let x = 1
     for (const f of functions) x = f(x)
+    for (const object of read) x += object.a
     const kept: Array<unknown> = []
     for (let i = 0; i < objects; i++) kept.push({ a: i, b: x, c: kept })
     return kept
