@@ -32,10 +32,13 @@ export const emptyCallEnds = (): CallEnds => ({ scope: undefined, ends: [], clos
 
 /**
  * `end` run when the fiber's scope closes: added to its call's ends at once when that scope is the
- * call's own, else as a finalizer of the scope.
+ * call's own (`call`, when the caller looked already), else as a finalizer of the scope.
  */
-export const atCallEnd = (fiber: Fiber.RuntimeFiber<unknown, unknown>, end: CallEnd): Effect.Effect<void> => {
-  const call = openCallEnds(fiber)
+export const atCallEnd = (
+  fiber: Fiber.RuntimeFiber<unknown, unknown>,
+  end: CallEnd,
+  call = openCallEnds(fiber)
+): Effect.Effect<void> => {
   if (call === undefined) {
     const scope = Context.unsafeGet(fiber.currentContext as Context.Context<Scope.Scope>, Scope.Scope)
     return Scope.addFinalizerExit(scope, end)

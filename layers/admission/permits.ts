@@ -18,7 +18,7 @@
 import { randomUUID } from "node:crypto"
 import { Clock, Effect, Exit, type Fiber, type Scope } from "effect"
 import { mapAtOnce } from "../../services/atOnce.ts"
-import { atCallEnd, openCallEnds } from "../../services/callEnds.ts"
+import { atCallEnd, type CallEnds, openCallEnds } from "../../services/callEnds.ts"
 import type { RateLimitStore, StoreUnavailable } from "../../services/RateLimiter.ts"
 import { acquirePlainRelease } from "../../plugins/support/plainRelease.ts"
 import { makeSerialBatches } from "../storage/serialBatches.ts"
@@ -157,13 +157,14 @@ export const makePermits = (
     const holdNow = (
       fiber: Fiber.RuntimeFiber<unknown, unknown>,
       accountId: string,
-      cap: number
+      cap: number,
+      call: CallEnds | undefined
     ): Effect.Effect<boolean, StoreUnavailable, Scope.Scope> => {
       const pool = spares.get(accountId)
       const spare = pool?.cap === cap ? pool.permits.pop() : undefined
       if (spare === undefined) return asked(accountId, cap, pool)
       pool!.unusedSweeps = 0
-      return mapAtOnce(atCallEnd(fiber, () => ended(accountId, cap, spare)), () => true)
+      return mapAtOnce(atCallEnd(fiber, () => ended(accountId, cap, spare), call), () => true)
     }
 
     /**
@@ -175,12 +176,14 @@ export const makePermits = (
       fiber: Fiber.RuntimeFiber<unknown, unknown>,
       accountId: string,
       cap: number
-    ): Effect.Effect<boolean, StoreUnavailable, Scope.Scope> =>
-      openCallEnds(fiber) !== undefined
-        ? holdNow(fiber, accountId, cap)
+    ): Effect.Effect<boolean, StoreUnavailable, Scope.Scope> => {
+      const call = openCallEnds(fiber)
+      return call !== undefined
+        ? holdNow(fiber, accountId, cap, call)
         : Effect.uninterruptible(
-          Effect.withFiberRuntime<boolean, StoreUnavailable, Scope.Scope>((inRegion) => holdNow(inRegion, accountId, cap))
+          Effect.withFiberRuntime<boolean, StoreUnavailable, Scope.Scope>((inRegion) => holdNow(inRegion, accountId, cap, undefined))
         )
+    }
 
     return { hold }
   })
