@@ -14,12 +14,13 @@ const policy: RetryPolicy = { maxAttempts: 4, backoffBaseMs: 100, backoffCapMs: 
 
 const healthDouble = (closed: (id: string) => boolean = () => true) => {
   const recorded: Array<Outcome> = []
+  const asked: Array<string> = []
   const health = {
     record: (outcome: Outcome) => Effect.sync(() => void recorded.push(outcome)),
     view: () => { throw new Error("not used") },
-    admits: (id: string) => Effect.succeed(closed(id))
+    admits: (id: string) => Effect.sync(() => (asked.push(id), closed(id)))
   } as unknown as Health["Type"]
-  return { health, recorded }
+  return { asked, health, recorded }
 }
 
 const failure = (kind: UpstreamFailure["kind"], status?: number, retryAfterSeconds?: number) =>
@@ -82,13 +83,15 @@ describe("failover", () => {
       expect(recorded.find((outcome) => outcome.deployment === "long")?.retryAfterSeconds).toBe(60)
     }))
 
-  it.effect("skips routes whose circuit does not admit the call, without spending the budget", () =>
+  it.effect("skips routes whose circuit does not admit the call, without spending the budget, asking each circuit once a try", () =>
     Effect.gen(function*() {
-      const { health } = healthDouble((id) => id !== "open")
+      const { asked, health } = healthDouble((id) => id !== "open")
       const { attempt, calls } = scripted({ open: [], b: [] })
       const answered = yield* firstThatAnswers([target("open"), target("b")], policy, health, attempt)
       expect(calls).toEqual(["b"])
       expect(answered.attempts).toHaveLength(1)
+      // A half-open circuit's admission claims its probe: asked twice, it would be claimed twice.
+      expect(asked).toEqual(["open", "b"])
     }))
 
   it.effect("blames the deployment for a refused credential or config: fails over, no retry, its circuit cools down at once", () =>

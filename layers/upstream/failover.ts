@@ -18,6 +18,7 @@ import type { Health } from "../../services/Health.ts"
 import type { AdapterFailure, RequestNotTranslatable, UpstreamFailure } from "../../services/Providers.ts"
 import type { Target } from "../../services/RoutePlanner.ts"
 import type { Answered, AttemptLog, RoutesFailed } from "../../services/Upstream.ts"
+import { thenAtOnce } from "../../services/atOnce.ts"
 
 export type RetryPolicy = RetrySettings & {
   /** How long a deployment that refused our credential or config (`isDeploymentFault`) stays out; none: counted as a failure. */
@@ -49,12 +50,67 @@ const backoffMs = (policy: RetryPolicy, pass: number, random: () => number) => {
   return ceiling / 2 + random() * (ceiling / 2)
 }
 
+type Attempt<A, R> = (target: Target, attemptNumber: number) => Effect.Effect<A, AdapterFailure, R>
+
+/** What became of the first route's first try before the loop: not admitted by its health, or tried. */
+type FirstTry<A> =
+  | { readonly _tag: "NotAdmitted" }
+  | {
+    readonly _tag: "Tried"
+    readonly result: Either.Either<A, AdapterFailure>
+    readonly startedAt: number
+    readonly endedAt: number
+  }
+
+/**
+ * The first route that answers. Its first try is made without the loop's generator (the clock read,
+ * the health's admission and the attempt chained, answering at once where they do): most calls end
+ * there. Whatever it met, the loop goes on from it, as it would have.
+ */
 export const firstThatAnswers = <A, R>(
   targets: ReadonlyArray<Target>,
   policy: RetryPolicy,
   health: Health["Type"],
-  attempt: (target: Target, attemptNumber: number) => Effect.Effect<A, AdapterFailure, R>,
+  attempt: Attempt<A, R>,
   random: () => number = Math.random
+): Effect.Effect<Answered<A>, RoutesFailed, R> => {
+  const first = targets[0]
+  if (first === undefined || policy.maxAttempts < 1) return allRoutes(targets, policy, health, attempt, random)
+  return Effect.clockWith((clock) => {
+    if (clock.unsafeCurrentTimeMillis() >= (policy.deadlineAt ?? Infinity)) return allRoutes(targets, policy, health, attempt, random)
+    return thenAtOnce(health.admits(first.deployment.id), (admitted) => {
+      if (!admitted) return allRoutes(targets, policy, health, attempt, random, { _tag: "NotAdmitted" })
+      const startedAt = performance.now()
+      return Effect.matchEffect(attempt(first, 1), {
+        onSuccess: (value) => Effect.succeed({ value, target: first, attempts: [{ ...attemptLog(first, startedAt), outcome: "ok" }], startedAt }),
+        onFailure: (error) =>
+          allRoutes(targets, policy, health, attempt, random, {
+            _tag: "Tried",
+            result: Either.left(error),
+            startedAt,
+            endedAt: performance.now()
+          })
+      })
+    })
+  })
+}
+
+/** An attempt's line in the call's log without its outcome, its latency from `startedAt` to `endedAt` (`performance.now()`). */
+const attemptLog = (target: Target, startedAt: number, endedAt = performance.now()) => ({
+  model: target.model.id,
+  tier: target.model.tier,
+  deployment: target.deployment.id,
+  latencyMs: Math.round(endedAt - startedAt)
+})
+
+/** Every route in turn, pass after pass, the first route's first try already made when `firstTry` says so. */
+const allRoutes = <A, R>(
+  targets: ReadonlyArray<Target>,
+  policy: RetryPolicy,
+  health: Health["Type"],
+  attempt: Attempt<A, R>,
+  random: () => number,
+  firstTry?: FirstTry<A>
 ): Effect.Effect<Answered<A>, RoutesFailed, R> =>
   Effect.gen(function*() {
     const attempts: Array<AttemptLog> = []
@@ -67,19 +123,30 @@ export const firstThatAnswers = <A, R>(
       retryAfterMs: 0
     }))
     const deadlineAt = policy.deadlineAt ?? Infinity
+    // The first route's first try, when it was made before the loop: the loop's first iteration.
+    let before = firstTry
     calls: for (let pass = 0; pending.length > 0 && attempts.length < policy.maxAttempts; pass++) {
       const retry: Array<{ target: Target; retryAfterMs: number }> = []
       for (const { retryAfterMs, target } of pending) {
         if (attempts.length >= policy.maxAttempts) break
-        const waitMs = pass > 0 ? Math.max(retryAfterMs, backoffMs(policy, pass, random)) : 0
-        // A backoff that would outlast the call's deadline is not waited for.
-        if ((yield* Clock.currentTimeMillis) + waitMs >= deadlineAt) break calls
-        if (waitMs > 0) yield* Effect.sleep(Duration.millis(waitMs))
-        if (!(yield* health.admits(target.deployment.id))) continue
-        const startedAt = performance.now()
-        const result = yield* Effect.either(attempt(target, attempts.length + 1))
-        const latencyMs = Math.round(performance.now() - startedAt)
-        const log = { model: target.model.id, tier: target.model.tier, deployment: target.deployment.id, latencyMs }
+        const made = before
+        before = undefined
+        if (made?._tag === "NotAdmitted") continue
+        let startedAt: number
+        let endedAt: number | undefined
+        let result: Either.Either<A, AdapterFailure>
+        if (made !== undefined) ({ endedAt, result, startedAt } = made)
+        else {
+          const waitMs = pass > 0 ? Math.max(retryAfterMs, backoffMs(policy, pass, random)) : 0
+          // A backoff that would outlast the call's deadline is not waited for.
+          if ((yield* Clock.currentTimeMillis) + waitMs >= deadlineAt) break calls
+          if (waitMs > 0) yield* Effect.sleep(Duration.millis(waitMs))
+          if (!(yield* health.admits(target.deployment.id))) continue
+          startedAt = performance.now()
+          result = yield* Effect.either(attempt(target, attempts.length + 1))
+        }
+        const log = attemptLog(target, startedAt, endedAt)
+        const latencyMs = log.latencyMs
         if (Either.isRight(result)) {
           attempts.push({ ...log, outcome: "ok" })
           return { value: result.right, target, attempts, startedAt }
