@@ -12,7 +12,7 @@
  * health once, however often it retried it (so one call's retries cannot open
  * a circuit by themselves).
  */
-import { Clock, Duration, Effect, Either } from "effect"
+import { Duration, Effect, Either } from "effect"
 import type { RetrySettings } from "../../services/Config.ts"
 import type { Health } from "../../services/Health.ts"
 import type { AdapterFailure, RequestNotTranslatable, UpstreamFailure } from "../../services/Providers.ts"
@@ -52,8 +52,9 @@ const backoffMs = (policy: RetryPolicy, pass: number, random: () => number) => {
 
 type Attempt<A, R> = (target: Target, attemptNumber: number) => Effect.Effect<A, AdapterFailure, R>
 
-/** What became of the first route's first try before the loop: not admitted by its health, or tried. */
-type FirstTry<A> =
+/** What became of one try of a route: the call's deadline came first, its circuit refused it, or it was tried. */
+type Try<A> =
+  | { readonly _tag: "PastDeadline" }
   | { readonly _tag: "NotAdmitted" }
   | {
     readonly _tag: "Tried"
@@ -62,9 +63,39 @@ type FirstTry<A> =
     readonly endedAt: number
   }
 
+const PAST_DEADLINE = { _tag: "PastDeadline" } as const
+const NOT_ADMITTED = { _tag: "NotAdmitted" } as const
+
 /**
- * The first route that answers. Its first try is made without the loop's generator (the clock read,
- * the health's admission and the attempt chained, answering at once where they do): most calls end
+ * One try of `target` after waiting `waitMs`: none when the wait would outlast the call's deadline
+ * (a backoff past it is not waited for) or its circuit does not admit the call. Chained, not a
+ * generator, answering at once where the clock and the health do: every call's first try is one.
+ */
+const tryRoute = <A, R>(
+  target: Target,
+  attemptNumber: number,
+  waitMs: number,
+  deadlineAt: number,
+  health: Health["Type"],
+  attempt: Attempt<A, R>
+): Effect.Effect<Try<A>, never, R> =>
+  Effect.clockWith((clock) => {
+    if (clock.unsafeCurrentTimeMillis() + waitMs >= deadlineAt) return Effect.succeed(PAST_DEADLINE)
+    const admits = health.admits(target.deployment.id)
+    return thenAtOnce(waitMs > 0 ? Effect.zipRight(Effect.sleep(Duration.millis(waitMs)), admits) : admits, (admitted) => {
+      if (!admitted) return Effect.succeed(NOT_ADMITTED)
+      const startedAt = performance.now()
+      return Effect.map(Effect.either(attempt(target, attemptNumber)), (result): Try<A> => ({
+        _tag: "Tried",
+        result,
+        startedAt,
+        endedAt: performance.now()
+      }))
+    })
+  })
+
+/**
+ * The first route that answers. Its first try is made before the loop's generator: most calls end
  * there. Whatever it met, the loop goes on from it, as it would have.
  */
 export const firstThatAnswers = <A, R>(
@@ -76,41 +107,33 @@ export const firstThatAnswers = <A, R>(
 ): Effect.Effect<Answered<A>, RoutesFailed, R> => {
   const first = targets[0]
   if (first === undefined || policy.maxAttempts < 1) return allRoutes(targets, policy, health, attempt, random)
-  return Effect.clockWith((clock) => {
-    if (clock.unsafeCurrentTimeMillis() >= (policy.deadlineAt ?? Infinity)) return allRoutes(targets, policy, health, attempt, random)
-    return thenAtOnce(health.admits(first.deployment.id), (admitted) => {
-      if (!admitted) return allRoutes(targets, policy, health, attempt, random, { _tag: "NotAdmitted" })
-      const startedAt = performance.now()
-      return Effect.matchEffect(attempt(first, 1), {
-        onSuccess: (value) => Effect.succeed({ value, target: first, attempts: [{ ...attemptLog(first, startedAt), outcome: "ok" }], startedAt }),
-        onFailure: (error) =>
-          allRoutes(targets, policy, health, attempt, random, {
-            _tag: "Tried",
-            result: Either.left(error),
-            startedAt,
-            endedAt: performance.now()
-          })
+  return thenAtOnce(tryRoute(first, 1, 0, policy.deadlineAt ?? Infinity, health, attempt), (tried) =>
+    tried._tag === "Tried" && Either.isRight(tried.result)
+      ? Effect.succeed({
+        value: tried.result.right,
+        target: first,
+        attempts: [{ ...attemptLog(first, tried), outcome: "ok" as const }],
+        startedAt: tried.startedAt
       })
-    })
-  })
+      : allRoutes(targets, policy, health, attempt, random, tried))
 }
 
-/** An attempt's line in the call's log without its outcome, its latency from `startedAt` to `endedAt` (`performance.now()`). */
-const attemptLog = (target: Target, startedAt: number, endedAt = performance.now()) => ({
+/** An attempt's line in the call's log without its outcome. */
+const attemptLog = (target: Target, { endedAt, startedAt }: { readonly startedAt: number; readonly endedAt: number }) => ({
   model: target.model.id,
   tier: target.model.tier,
   deployment: target.deployment.id,
   latencyMs: Math.round(endedAt - startedAt)
 })
 
-/** Every route in turn, pass after pass, the first route's first try already made when `firstTry` says so. */
+/** Every route in turn, pass after pass, from the first route's first try when it was made already. */
 const allRoutes = <A, R>(
   targets: ReadonlyArray<Target>,
   policy: RetryPolicy,
   health: Health["Type"],
   attempt: Attempt<A, R>,
   random: () => number,
-  firstTry?: FirstTry<A>
+  firstTry?: Try<A>
 ): Effect.Effect<Answered<A>, RoutesFailed, R> =>
   Effect.gen(function*() {
     const attempts: Array<AttemptLog> = []
@@ -131,21 +154,12 @@ const allRoutes = <A, R>(
         if (attempts.length >= policy.maxAttempts) break
         const made = before
         before = undefined
-        if (made?._tag === "NotAdmitted") continue
-        let startedAt: number
-        let endedAt: number | undefined
-        let result: Either.Either<A, AdapterFailure>
-        if (made !== undefined) ({ endedAt, result, startedAt } = made)
-        else {
-          const waitMs = pass > 0 ? Math.max(retryAfterMs, backoffMs(policy, pass, random)) : 0
-          // A backoff that would outlast the call's deadline is not waited for.
-          if ((yield* Clock.currentTimeMillis) + waitMs >= deadlineAt) break calls
-          if (waitMs > 0) yield* Effect.sleep(Duration.millis(waitMs))
-          if (!(yield* health.admits(target.deployment.id))) continue
-          startedAt = performance.now()
-          result = yield* Effect.either(attempt(target, attempts.length + 1))
-        }
-        const log = attemptLog(target, startedAt, endedAt)
+        const waitMs = pass > 0 ? Math.max(retryAfterMs, backoffMs(policy, pass, random)) : 0
+        const tried = made ?? (yield* tryRoute(target, attempts.length + 1, waitMs, deadlineAt, health, attempt))
+        if (tried._tag === "PastDeadline") break calls
+        if (tried._tag === "NotAdmitted") continue
+        const { result, startedAt } = tried
+        const log = attemptLog(target, tried)
         const latencyMs = log.latencyMs
         if (Either.isRight(result)) {
           attempts.push({ ...log, outcome: "ok" })
