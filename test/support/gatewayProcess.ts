@@ -132,6 +132,9 @@ const inheritedOut = /^(PORT|HOST|DATABASE_URL|REDIS_URL|NODE_OPTIONS|VITEST.*|S
 
 const sleep = (ms: number) => new Promise<void>((wake) => setTimeout(wake, ms))
 
+/** The line a gateway writes once it listens (src/main.ts). */
+const LISTENING = /svc listening on /
+
 const startOnce = async (options: GatewayProcessOptions, configPath: string, port: number) => {
   const env: Record<string, string> = {}
   for (const [name, value] of Object.entries(process.env)) {
@@ -204,6 +207,10 @@ const startOnce = async (options: GatewayProcessOptions, configPath: string, por
     }
     await sleep(100)
   }
+  // Serving comes before its start-up lines have all come through the pipe (logs go out once a turn):
+  // wait a moment for the line that says it listens, so that `output()` has the whole start.
+  const linesBy = Date.now() + 5_000
+  while (!LISTENING.test(output) && running() && Date.now() < linesBy) await sleep(20)
 
   const handle: GatewayProcess = {
     url,
