@@ -12,13 +12,20 @@ import type { ChatChunk, ChatRequest } from "../../services/Chat.ts"
 import { type ChatError, ChatGateway } from "../../services/ChatGateway.ts"
 import { Idempotency, type IdempotencyKey, type StoredResponse } from "../../services/Idempotency.ts"
 import { billingHeaders } from "../http/billingHeaders.ts"
-import { idempotencyKeyOf, jsonOnce, keptWhenDone, REPLAYED } from "../http/idempotent.ts"
+import { answeredOnce, idempotencyKeyOf, keptWhenDone, REPLAYED } from "../http/idempotent.ts"
+import { jsonResponse } from "../http/jsonSlices.ts"
 import { sseResponse } from "../http/Sse.ts"
 
 /** A kept stream is the chunks its caller received. */
 interface StoredStream {
   readonly chunks: ReadonlyArray<ChatChunk>
 }
+
+/**
+ * A chat completion's answer: a JSON one as its status, headers and body, encoded by whoever writes
+ * it (the chat lane writes it straight to Node's response); a stream as its response.
+ */
+export type ChatAnswer = StoredResponse | HttpServerResponse.HttpServerResponse
 
 /**
  * One chat completion's answer: `idempotencyHeader` is the request's `Idempotency-Key`, if any. A
@@ -28,7 +35,11 @@ export type ChatCompletionCall = (
   payload: ChatRequest,
   idempotencyHeader: string | undefined,
   principal: Principal
-) => Effect.Effect<HttpServerResponse.HttpServerResponse, ChatError | Conflict, Scope.Scope>
+) => Effect.Effect<ChatAnswer, ChatError | Conflict, Scope.Scope>
+
+/** A chat completion's answer as the API's handler returns it: a JSON one encoded (src/http/jsonSlices.ts). */
+export const asResponse = (answer: ChatAnswer): HttpServerResponse.HttpServerResponse =>
+  Response.isServerResponse(answer) ? answer : jsonResponse(answer.body, { status: answer.status, headers: answer.headers })
 
 export const makeChatCompletion = Effect.gen(function*() {
   const gateway = yield* ChatGateway
@@ -60,12 +71,12 @@ export const makeChatCompletion = Effect.gen(function*() {
     Effect.suspend(() => {
       const key = idempotencyKeyOf(principal, idempotencyHeader, "/v1/chat/completions", payload)
       if (payload.stream === true) return streamed(payload, principal, key)
-      const complete = Effect.map(gateway.complete(payload, principal), ({ completion, receipt }) => ({
+      const complete = Effect.map(gateway.complete(payload, principal), ({ completion, receipt }): StoredResponse => ({
         status: 200,
         headers: billingHeaders(receipt),
-        body: completion as unknown
+        body: completion
       }))
-      return jsonOnce(idempotency, key, complete)
+      return answeredOnce(idempotency, key, complete)
     })
   return call
 })

@@ -1,6 +1,7 @@
 /** `Idempotency-Key` at the HTTP edge: the key of a billable request, and its JSON responses made once per key. */
 import { createHash } from "node:crypto"
 import { Effect, Stream } from "effect"
+import type { Conflict } from "../../services/ApiError.ts"
 import type { Principal } from "../../services/ApiKeys.ts"
 import { completeQuietly, Idempotency, type IdempotencyKey, once, type StoredResponse } from "../../services/Idempotency.ts"
 import { jsonResponse } from "./jsonSlices.ts"
@@ -36,15 +37,20 @@ export const jsonOnce = <E, R>(
   key: IdempotencyKey | undefined,
   run: Effect.Effect<StoredResponse, E, R>
 ) =>
+  Effect.map(answeredOnce(idempotency, key, run), (response) =>
+    // Built without a second Schema pass: the gateways already return the wire shape.
+    jsonResponse(response.body, { status: response.status, headers: response.headers }))
+
+/** `jsonOnce`'s answer before it is encoded: what `run` answered, or the kept first answer marked as replayed. */
+export const answeredOnce = <E, R>(
+  idempotency: Idempotency["Type"],
+  key: IdempotencyKey | undefined,
+  run: Effect.Effect<StoredResponse, E, R>
+): Effect.Effect<StoredResponse, E | Conflict, R> =>
   key === undefined
-    ? Effect.map(run, (response) =>
-      // Built without a second Schema pass: the gateways already return the wire shape.
-      jsonResponse(response.body, { status: response.status, headers: response.headers }))
+    ? run
     : Effect.map(Effect.provideService(once(key, run), Idempotency, idempotency), ({ replayed, response }) =>
-      jsonResponse(response.body, {
-        status: response.status,
-        headers: replayed ? { ...response.headers, ...REPLAYED } : response.headers
-      }))
+      replayed ? { ...response, headers: { ...response.headers, ...REPLAYED } } : response)
 
 /**
  * A stream's items as its caller received them, kept under `key` once the stream has ended however

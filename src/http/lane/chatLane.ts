@@ -11,7 +11,7 @@
  * before. The route stays declared once, in src/api/ChatGroup.ts.
  */
 import type { IncomingMessage, ServerResponse } from "node:http"
-import type { HttpServerResponse } from "@effect/platform"
+import { HttpServerResponse } from "@effect/platform"
 import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
 import { Context, Effect, FiberId, FiberRefs, Layer, ParseResult, Runtime, RuntimeFlags, Schema } from "effect"
 import { codeOf, currentRequestId, envelopeOf, statusOf } from "../../../services/ApiError.ts"
@@ -26,16 +26,15 @@ import { Ids } from "../../../services/Ids.ts"
 import { Metrics } from "../../../services/Metrics.ts"
 import { currentRateLimits, type RateLimitStatus } from "../../../services/RateLimiter.ts"
 import { IdempotencyHeaders } from "../../api/IdempotencyHeader.ts"
-import { makeChatCompletion } from "../../handlers/chatCompletion.ts"
+import { type ChatAnswer, makeChatCompletion } from "../../handlers/chatCompletion.ts"
 import { openCall } from "../callRecording.ts"
 import { checkedJson } from "../checkedJson.ts"
-import { jsonResponse } from "../jsonSlices.ts"
 import { toApiError } from "../Edge.ts"
 import { addRateLimitHeaders } from "../rateLimitHeaders.ts"
 import { principalOf } from "../SecurityLive.ts"
 import { ServerWithLane } from "./laneServer.ts"
 import { plainChatRequest } from "./plainChatRequest.ts"
-import { writeResponse } from "./writeResponse.ts"
+import { writeJson, writeResponse } from "./writeResponse.ts"
 
 const PATH = "/v1/chat/completions"
 
@@ -121,7 +120,7 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
           refs.call.facts.code = codeOf(error)
           return written(
             response,
-            jsonResponse(envelopeOf(error, refs.requestId), { status: statusOf(error), headers: {} }),
+            { status: statusOf(error), headers: {}, body: envelopeOf(error, refs.requestId) },
             "retryAfterSeconds" in error && error.retryAfterSeconds !== undefined
               ? { "retry-after": String(error.retryAfterSeconds) }
               : {},
@@ -132,7 +131,7 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
 
   const written = (
     response: ServerResponse,
-    answered: HttpServerResponse.HttpServerResponse,
+    answered: ChatAnswer,
     extra: Record<string, string>,
     { call, limits, requestId }: CallRefs
   ) => {
@@ -141,6 +140,10 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
     addRateLimitHeaders(headers, limits)
     headers["x-request-id"] = requestId
     // Counted (metrics, call record, request line) once the answer is on its way, not before it.
+    if (!HttpServerResponse.isServerResponse(answered)) {
+      writeJson(response, answered.status, headers, answered.body)
+      return call.count("POST", PATH, answered.status, undefined)
+    }
     if (answered.body._tag !== "Stream") {
       return Effect.zipRight(writeResponse(response, answered, headers), call.count("POST", PATH, answered.status, undefined))
     }

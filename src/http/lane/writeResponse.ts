@@ -1,13 +1,30 @@
 /**
- * Writes an `HttpServerResponse` to Node's response, as the platform's server
- * would: a JSON body at once, a stream chunk by chunk, waiting for `drain`
- * when the socket is full. A stream that fails after its head was sent cuts
- * the connection (the SSE bodies here turn their failures into frames first).
+ * Writes an answer to Node's response, as the platform's server would: a
+ * JSON answer encoded and written at once (`writeJson`: the chat lane's
+ * answers and errors, no response object in between), an
+ * `HttpServerResponse`'s body at once or, a stream, chunk by chunk, waiting
+ * for `drain` when the socket is full. A stream that fails after its head
+ * was sent cuts the connection (the SSE bodies here turn their failures into
+ * frames first).
  */
 import type { ServerResponse } from "node:http"
 import type { HttpServerResponse } from "@effect/platform"
 import { Chunk, Effect } from "effect"
 import { forEachChunk } from "../../../services/pulledStream.ts"
+import { utf8 } from "../utf8.ts"
+
+/**
+ * `body` as JSON with `status` and `headers` (given to be added to). Encoded whole: a chat answer or
+ * an error's envelope is small (src/http/jsonSlices.ts slices the long lists other endpoints answer).
+ */
+export const writeJson = (res: ServerResponse, status: number, headers: Record<string, string>, body: unknown) => {
+  if (res.writableEnded) return
+  const bytes = utf8(JSON.stringify(body))
+  headers["content-type"] = "application/json"
+  headers["content-length"] = String(bytes.length)
+  res.writeHead(status, headers)
+  res.end(bytes)
+}
 
 /** `firstByte` is told when a streamed body's first chunk is written. */
 export const writeResponse = (
