@@ -16,9 +16,9 @@ import { Ids } from "../../services/Ids.ts"
 import { pageOf } from "../../services/Pagination.ts"
 import { MemoryBank } from "../billing/memoryBank.ts"
 import { accountNotFound, keyNotFound } from "./accountRefusals.ts"
-import { bootstrapPrincipal, HINT_LENGTH, KEY_SHAPE, newKey, newOperatorKey, OPERATOR_PREFIX, rejected, sha256 } from "./apiKeyFormat.ts"
+import { bootstrapPrincipal, HINT_LENGTH, KEY_SHAPE, newKey, newOperatorKey, OPERATOR_PREFIX, rejected, sha256Base64 } from "./apiKeyFormat.ts"
 
-const hashOf = (token: string) => sha256(token).toString("base64")
+const hashOf = sha256Base64
 
 export const ApiKeysMemory: Layer.Layer<ApiKeys, never, MemoryBank | Ids | EventLog | AppConfig> = Layer.effect(
   ApiKeys,

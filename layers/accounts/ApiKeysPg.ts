@@ -26,7 +26,9 @@ import {
   newOperatorKey,
   OPERATOR_PREFIX,
   rejected,
-  sha256
+  sameDigest,
+  sha256,
+  sha256Base64
 } from "./apiKeyFormat.ts"
 
 interface KeyRow {
@@ -80,7 +82,7 @@ export const ApiKeysPg = Layer.scoped(
     /** Tells the other processes that `accountId`'s keys changed; delivered when the transaction commits. */
     const announce = (accountId: string) =>
       listener === undefined ? Effect.void : sql`SELECT pg_notify(${KEY_CHANGES}, ${accountId})`
-    const adminHash = adminKey === undefined ? undefined : sha256(Redacted.value(adminKey))
+    const adminDigest = adminKey === undefined ? undefined : sha256Base64(Redacted.value(adminKey))
 
     return {
       create: (accountId, input) =>
@@ -176,13 +178,14 @@ export const ApiKeysPg = Layer.scoped(
         }).pipe(Effect.orDie),
 
       authenticate: (token) => {
-        const hash = sha256(token)
-        if (adminHash !== undefined && timingSafeEqual(hash, adminHash)) return Effect.succeed(bootstrapPrincipal)
+        const digest = sha256Base64(token)
+        if (adminDigest !== undefined && sameDigest(digest, adminDigest)) return Effect.succeed(bootstrapPrincipal)
         const operator = token.startsWith(OPERATOR_PREFIX)
         const shaped = !operator && KEY_SHAPE.test(token)
         // A key this process keeps answers at once: one step, not a generator, on every call.
-        const known = shaped ? remembered.get(hash.toString("base64")) : undefined
+        const known = shaped ? remembered.get(digest) : undefined
         if (known !== undefined) return Effect.succeed(known)
+        const hash = Buffer.from(digest, "base64")
         return Effect.gen(function*() {
           // Operator calls are rare: the row is read every time, so a replacement counts at once everywhere.
           if (operator) {
@@ -208,7 +211,7 @@ export const ApiKeysPg = Layer.scoped(
           }
           if (mayKeep() && revocations === revocationsBefore) {
             if (remembered.size >= MAX_REMEMBERED_KEYS) remembered.clear()
-            remembered.set(hash.toString("base64"), principal)
+            remembered.set(digest, principal)
           }
           return principal
         })
