@@ -16,6 +16,7 @@ import { Agent } from "undici"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { UpstreamFailure } from "../services/Providers.ts"
 import { wholeAnswer } from "../plugins/support/answerReading.ts"
+import { fail } from "../plugins/support/json.ts"
 import { streamedAnswer, type UpstreamBody } from "../plugins/support/streamedAnswer.ts"
 
 let server: Server
@@ -176,13 +177,42 @@ describe("a whole upstream answer", () => {
       response.write("hello, ")
       setTimeout(() => response.end("world"), 10)
     }
-    expect(await Effect.runPromise(wholeAnswer(agent, { origin, path: "/text", method: "POST", body: "{}" }))).toBe("hello, world")
+    expect(await Effect.runPromise(wholeAnswer(agent, { origin, path: "/text", method: "POST", body: "{}" }, (text) => text))).toBe("hello, world")
+  })
+
+  it("is read by its reader as it ends, and a reader's throw is the upstream's protocol failure", async () => {
+    handle = (_, response) => void response.end(JSON.stringify({ answer: 42 }))
+    const read = (text: string) => {
+      const json = JSON.parse(text)
+      if (typeof json.answer !== "number") fail("answer is not a number")
+      return json.answer as number
+    }
+    expect(await Effect.runPromise(wholeAnswer(agent, { origin, path: "/json", method: "POST", body: "{}" }, read))).toBe(42)
+    handle = (_, response) => void response.end(JSON.stringify({ answer: "many" }))
+    const malformed = await Effect.runPromise(Effect.either(wholeAnswer(agent, { origin, path: "/json", method: "POST", body: "{}" }, read)))
+    expect(malformed._tag === "Left" && malformed.left).toMatchObject({ kind: "protocol", detail: "answer is not a number" })
+    handle = (_, response) => void response.end("not json")
+    const broken = await Effect.runPromise(Effect.either(wholeAnswer(agent, { origin, path: "/json", method: "POST", body: "{}" }, read)))
+    expect(broken._tag === "Left" && broken.left).toMatchObject({ kind: "protocol", detail: "invalid JSON from upstream" })
+  })
+
+  it("fails with a non-2xx answer's status, what its body says and its Retry-After, never reading it", async () => {
+    handle = (_, response) => {
+      response.writeHead(429, { "content-type": "application/json", "retry-after": "7" })
+      response.end(JSON.stringify({ error: { type: "rate_limit_error", message: "slow down, you said: secret" } }))
+    }
+    let read = 0
+    const result = await Effect.runPromise(Effect.either(wholeAnswer(agent, { origin, path: "/busy", method: "POST", body: "{}" }, () => read++)))
+    expect(read).toBe(0)
+    expect(result._tag === "Left" && result.left).toMatchObject({ kind: "status", status: 429, retryAfterSeconds: 7 })
+    expect(result._tag === "Left" && result.left.detail).toContain("rate_limit_error")
+    expect(result._tag === "Left" && result.left.detail).not.toContain("secret")
   })
 
   it("fails as a timeout at its end, and aborts the request", async () => {
     handle = (_, response) => void response.write("never ends")
     const endAt = Date.now() + 100
-    const result = await Effect.runPromise(Effect.either(wholeAnswer(agent, { origin, path: "/late", method: "POST", body: "{}" }, endAt)))
+    const result = await Effect.runPromise(Effect.either(wholeAnswer(agent, { origin, path: "/late", method: "POST", body: "{}" }, (text) => text, endAt)))
     expect(Date.now()).toBeGreaterThanOrEqual(endAt - 5)
     expect(result._tag === "Left" && result.left).toMatchObject({ kind: "timeout", detail: expect.stringMatching(/^the attempt ran out of time/) })
     expect(await until(() => closedEarly.includes("/late"))).toBe(true)

@@ -7,10 +7,10 @@
  * what its error says. Interrupted, or let go of before its end, a request is
  * aborted.
  */
-import { Effect } from "effect"
+import { type Clock, Effect, Exit } from "effect"
 import type { Agent, Dispatcher } from "undici"
 import { timedOut, UpstreamFailure } from "../../services/Providers.ts"
-import { errorKindOf, isRecord } from "./json.ts"
+import { errorKindOf, isRecord, protocolFailureOf } from "./json.ts"
 
 const timeoutCodes = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT", "UND_ERR_CONNECT_TIMEOUT", "ETIMEDOUT"])
 
@@ -40,6 +40,25 @@ export interface StatusAnswer {
   readonly status: number
   readonly retryAfter: string | ReadonlyArray<string> | undefined
   readonly kind: string
+}
+
+/** `Retry-After` in seconds (delta-seconds or an HTTP date, against `nowMillis` from `Clock`), when present and sane. */
+export const retryAfterSeconds = (header: string | ReadonlyArray<string> | undefined, nowMillis: number) => {
+  const value = Array.isArray(header) ? header[0] : header
+  if (typeof value !== "string" || value.trim() === "") return undefined
+  const seconds = /^\d+(\.\d+)?$/.test(value.trim()) ? Number(value) : (Date.parse(value) - nowMillis) / 1000
+  return Number.isFinite(seconds) ? Math.max(0, seconds) : undefined
+}
+
+/** A non-2xx answer as a failure (`Retry-After` read against `nowMillis`). */
+export const statusFailureOf = (answer: StatusAnswer, nowMillis: number) => {
+  const retryAfter = retryAfterSeconds(answer.retryAfter, nowMillis)
+  return new UpstreamFailure({
+    kind: "status",
+    status: answer.status,
+    detail: `upstream answered ${answer.status}${answer.kind ? ` (${answer.kind})` : ""}`,
+    ...(retryAfter !== undefined ? { retryAfterSeconds: retryAfter } : {})
+  })
 }
 
 /**
@@ -72,12 +91,19 @@ export const errorBody = () => {
 export const LONGEST_TIMER_MS = 2 ** 31 - 1
 
 /**
- * One request read to its end: a 2xx answer's body as text, else the status answer. Given `endAt`
- * (epoch ms, `Clock`), a request not answered whole by then is aborted and fails as a `timeout`.
+ * One request read to its end: a 2xx answer's body read by `read` as it ends (a throw is the
+ * upstream's protocol failure), so the call goes on with what it needs in one step; a non-2xx
+ * answer fails with its status. Given `endAt` (epoch ms, `Clock`), a request not answered whole
+ * by then is aborted and fails as a `timeout`.
  */
-export const wholeAnswer = (agent: Agent, options: Dispatcher.DispatchOptions, endAt?: number) =>
+export const wholeAnswer = <A>(
+  agent: Agent,
+  options: Dispatcher.DispatchOptions,
+  read: (text: string, clock: Clock.Clock) => A,
+  endAt?: number
+) =>
   Effect.clockWith((clock) =>
-    Effect.async<string | StatusAnswer, UpstreamFailure>((resume) => {
+    Effect.async<A, UpstreamFailure>((resume) => {
       let controller: Dispatcher.DispatchController | undefined
       let stopped = false
       let status = 0
@@ -89,9 +115,9 @@ export const wholeAnswer = (agent: Agent, options: Dispatcher.DispatchOptions, e
       const timer = ms > LONGEST_TIMER_MS ? undefined : setTimeout(() => {
         stopped = true
         controller?.abort(RELEASED)
-        resume(Effect.fail(timedOut("the attempt ran out of time", ms)))
+        resume(Exit.fail(timedOut("the attempt ran out of time", ms)))
       }, ms)
-      const end = (answer: Effect.Effect<string | StatusAnswer, UpstreamFailure>) => {
+      const end = (answer: Exit.Exit<A, UpstreamFailure>) => {
         if (stopped) return
         stopped = true
         clearTimeout(timer)
@@ -112,10 +138,18 @@ export const wholeAnswer = (agent: Agent, options: Dispatcher.DispatchOptions, e
           bytes += chunk.length
         },
         onResponseEnd: () => {
-          if (!isOk(status)) return end(Effect.succeed({ status, retryAfter, kind: errorTextKindOf(body.text()) }))
-          end(Effect.succeed(joinedText(chunks, bytes)))
+          if (!isOk(status)) {
+            return end(Exit.fail(statusFailureOf({ status, retryAfter, kind: errorTextKindOf(body.text()) }, clock.unsafeCurrentTimeMillis())))
+          }
+          let answer: A
+          try {
+            answer = read(joinedText(chunks, bytes), clock)
+          } catch (error) {
+            return end(Exit.fail(protocolFailureOf(error)))
+          }
+          end(Exit.succeed(answer))
         },
-        onResponseError: (_, error) => end(Effect.fail(failureOf(error)))
+        onResponseError: (_, error) => end(Exit.fail(failureOf(error)))
       })
       return Effect.sync(() => {
         stopped = true

@@ -5,32 +5,16 @@
  * and aborted when their call lets go of them, and non-2xx answers as
  * `UpstreamFailure` (with `Retry-After` kept for the router).
  */
-import { Clock, Effect, Scope } from "effect"
+import { type Clock, Effect, Scope } from "effect"
 import { Agent } from "undici"
 import type { ProviderConfig } from "../../services/Config.ts"
-import { ProviderConfigError, UpstreamFailure } from "../../services/Providers.ts"
-import { type StatusAnswer, wholeAnswer } from "./answerReading.ts"
+import { ProviderConfigError, type UpstreamFailure } from "../../services/Providers.ts"
+import { statusFailureOf, wholeAnswer } from "./answerReading.ts"
 import { streamedAnswer, type UpstreamBody } from "./streamedAnswer.ts"
 
-/** `Retry-After` in seconds (delta-seconds or an HTTP date, against `nowMillis` from `Clock`), when present and sane. */
-export const retryAfterSeconds = (header: string | ReadonlyArray<string> | undefined, nowMillis: number) => {
-  const value = Array.isArray(header) ? header[0] : header
-  if (typeof value !== "string" || value.trim() === "") return undefined
-  const seconds = /^\d+(\.\d+)?$/.test(value.trim()) ? Number(value) : (Date.parse(value) - nowMillis) / 1000
-  return Number.isFinite(seconds) ? Math.max(0, seconds) : undefined
-}
+export { retryAfterSeconds } from "./answerReading.ts"
 
-/** A non-2xx answer as a failure (`Retry-After` read against the `Clock`). */
-const statusFailureOf = (answer: StatusAnswer) =>
-  Effect.flatMap(Clock.currentTimeMillis, (nowMillis) => {
-    const retryAfter = retryAfterSeconds(answer.retryAfter, nowMillis)
-    return new UpstreamFailure({
-      kind: "status",
-      status: answer.status,
-      detail: `upstream answered ${answer.status}${answer.kind ? ` (${answer.kind})` : ""}`,
-      ...(retryAfter !== undefined ? { retryAfterSeconds: retryAfter } : {})
-    })
-  })
+const asText = (text: string) => text
 
 /** `baseUrl` split for undici: the origin, and the path prefix without a trailing slash. */
 export const baseUrlOf = (provider: ProviderConfig, plugin: string, fallback?: string) => {
@@ -86,6 +70,17 @@ export interface UpstreamHttp {
     headers: Record<string, string>,
     endAt?: number
   ) => Effect.Effect<string, UpstreamFailure>
+  /**
+   * As `postText`, the answer's text read with `read` as it ends (a throw is the upstream's
+   * `protocol` failure): the request and its decoded answer in one step (every JSON call).
+   */
+  readonly postReading: <A>(
+    path: string,
+    body: unknown,
+    headers: Record<string, string>,
+    read: (text: string, clock: Clock.Clock) => A,
+    endAt?: number
+  ) => Effect.Effect<A, UpstreamFailure>
 }
 
 /** One connection pool for a provider, closed with the scope. */
@@ -111,13 +106,13 @@ export const makeUpstreamHttp = (origin: string, timeoutMs: number): Effect.Effe
             // On the scope as it is: no fiber refs restored around a release that only aborts (plainRelease.ts).
             return Effect.zipRight(
               Scope.addFinalizer(scope, Effect.sync(answer.body.release)),
-              Effect.flatMap(answer.head, (status) => (status === undefined ? Effect.succeed(answer.body) : statusFailureOf(status)))
+              Effect.flatMap(answer.head, (status) =>
+                status === undefined ? Effect.succeed(answer.body) : Effect.fail(statusFailureOf(status, clock.unsafeCurrentTimeMillis())))
             )
           })),
       postText: (path, body, headers, endAt) =>
-        Effect.flatMap(
-          wholeAnswer(agent, { origin, path, method: "POST", headers, body: JSON.stringify(body) }, endAt),
-          (answer) => (typeof answer === "string" ? Effect.succeed(answer) : statusFailureOf(answer))
-        )
+        wholeAnswer(agent, { origin, path, method: "POST", headers, body: JSON.stringify(body) }, asText, endAt),
+      postReading: (path, body, headers, read, endAt) =>
+        wholeAnswer(agent, { origin, path, method: "POST", headers, body: JSON.stringify(body) }, read, endAt)
     })
   )

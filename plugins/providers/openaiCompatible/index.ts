@@ -57,13 +57,8 @@ const make = (
 
     // Chains, not generators: every call runs one of these.
     const complete: ProviderAdapter["complete"] = (call) =>
-      Effect.flatMap(http.postText(chatPath, chatBody(call, false), jsonHeaders, call.deadline?.endAt), (text) =>
-        Effect.clockWith((clock) =>
-          Effect.try({
-            try: () => completionOf(JSON.parse(text), call.upstreamModel, secondsOf(clock)),
-            catch: protocolFailureOf
-          })
-        ))
+      http.postReading(chatPath, chatBody(call, false), jsonHeaders, (text, clock) =>
+        completionOf(JSON.parse(text), call.upstreamModel, secondsOf(clock)), call.deadline?.endAt)
 
     const stream: ProviderAdapter["stream"] = (call) =>
       Effect.flatMap(http.postStream(chatPath, chatBody(call, true), sseHeaders, call.deadline?.endAt), (body) =>
