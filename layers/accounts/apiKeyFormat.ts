@@ -34,7 +34,7 @@ export const sha256 = (text: string): Buffer => hash("sha256", text, "buffer")
 
 /**
  * The SHA-256 as base64 text, how every request's key is looked up: `crypto.hash` answers text
- * ~4× faster than a `Buffer` on this Node (docs/performance.md, item 90).
+ * ~4× faster than a `Buffer` on this Node (docs/performance.md, item 91).
  */
 export const sha256Base64 = (text: string): string => hash("sha256", text, "base64")
 

@@ -98,21 +98,23 @@ export const makeUpstreamHttp = (origin: string, timeoutMs: number): Effect.Effe
       // Requests still running belong to scopes that are closing too.
       (agent) => Effect.promise(() => agent.destroy().catch(() => undefined))
     ),
-    (agent) => ({
-      postStream: (path, body, headers, endAt) =>
-        Effect.flatMap(Effect.scope, (scope) =>
-          Effect.clockWith((clock) => {
-            const answer = streamedAnswer(agent, { origin, path, method: "POST", headers, body: JSON.stringify(body) }, clock, endAt)
-            // On the scope as it is: no fiber refs restored around a release that only aborts (plainRelease.ts).
-            return Effect.zipRight(
-              Scope.addFinalizer(scope, Effect.sync(answer.body.release)),
-              Effect.flatMap(answer.head, (status) =>
-                status === undefined ? Effect.succeed(answer.body) : Effect.fail(statusFailureOf(status, clock.unsafeCurrentTimeMillis())))
-            )
-          })),
-      postText: (path, body, headers, endAt) =>
-        wholeAnswer(agent, { origin, path, method: "POST", headers, body: JSON.stringify(body) }, asText, endAt),
-      postReading: (path, body, headers, read, endAt) =>
+    (agent) => {
+      const postReading: UpstreamHttp["postReading"] = (path, body, headers, read, endAt) =>
         wholeAnswer(agent, { origin, path, method: "POST", headers, body: JSON.stringify(body) }, read, endAt)
-    })
+      return {
+        postStream: (path, body, headers, endAt) =>
+          Effect.flatMap(Effect.scope, (scope) =>
+            Effect.clockWith((clock) => {
+              const answer = streamedAnswer(agent, { origin, path, method: "POST", headers, body: JSON.stringify(body) }, clock, endAt)
+              // On the scope as it is: no fiber refs restored around a release that only aborts (plainRelease.ts).
+              return Effect.zipRight(
+                Scope.addFinalizer(scope, Effect.sync(answer.body.release)),
+                Effect.flatMap(answer.head, (status) =>
+                  status === undefined ? Effect.succeed(answer.body) : Effect.fail(statusFailureOf(status, clock.unsafeCurrentTimeMillis())))
+              )
+            })),
+        postText: (path, body, headers, endAt) => postReading(path, body, headers, asText, endAt),
+        postReading
+      }
+    }
   )

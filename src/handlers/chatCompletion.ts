@@ -12,8 +12,7 @@ import type { ChatChunk, ChatRequest } from "../../services/Chat.ts"
 import { type ChatError, ChatGateway } from "../../services/ChatGateway.ts"
 import { Idempotency, type IdempotencyKey, type StoredResponse } from "../../services/Idempotency.ts"
 import { billingHeaders } from "../http/billingHeaders.ts"
-import { answeredOnce, idempotencyKeyOf, keptWhenDone, REPLAYED } from "../http/idempotent.ts"
-import { jsonResponse } from "../http/jsonSlices.ts"
+import { answeredOnce, asJsonResponse, idempotencyKeyOf, keptWhenDone, REPLAYED } from "../http/idempotent.ts"
 import { sseResponse } from "../http/Sse.ts"
 
 /** A kept stream is the chunks its caller received. */
@@ -39,7 +38,7 @@ export type ChatCompletionCall = (
 
 /** A chat completion's answer as the API's handler returns it: a JSON one encoded (src/http/jsonSlices.ts). */
 export const asResponse = (answer: ChatAnswer): HttpServerResponse.HttpServerResponse =>
-  Response.isServerResponse(answer) ? answer : jsonResponse(answer.body, { status: answer.status, headers: answer.headers })
+  Response.isServerResponse(answer) ? answer : asJsonResponse(answer)
 
 export const makeChatCompletion = Effect.gen(function*() {
   const gateway = yield* ChatGateway

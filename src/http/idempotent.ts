@@ -37,9 +37,11 @@ export const jsonOnce = <E, R>(
   key: IdempotencyKey | undefined,
   run: Effect.Effect<StoredResponse, E, R>
 ) =>
-  Effect.map(answeredOnce(idempotency, key, run), (response) =>
-    // Built without a second Schema pass: the gateways already return the wire shape.
-    jsonResponse(response.body, { status: response.status, headers: response.headers }))
+  Effect.map(answeredOnce(idempotency, key, run), asJsonResponse)
+
+/** A JSON answer as its response, built without a second Schema pass: the gateways already return the wire shape. */
+export const asJsonResponse = (response: StoredResponse) =>
+  jsonResponse(response.body, { status: response.status, headers: response.headers })
 
 /** `jsonOnce`'s answer before it is encoded: what `run` answered, or the kept first answer marked as replayed. */
 export const answeredOnce = <E, R>(
