@@ -32,6 +32,7 @@ import { checkedJson } from "../checkedJson.ts"
 import { toApiError } from "../Edge.ts"
 import { addRateLimitHeaders } from "../rateLimitHeaders.ts"
 import { principalOf } from "../SecurityLive.ts"
+import { laneScheduler } from "./laneScheduler.ts"
 import { ServerWithLane } from "./laneServer.ts"
 import { plainChatRequest } from "./plainChatRequest.ts"
 import { writeJson, writeResponse } from "./writeResponse.ts"
@@ -165,6 +166,7 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
       const refs: CallRefs = { requestId, call: openCall(stats, metrics, requestId, clock), limits: {}, ends: emptyCallEnds() }
       // One copy of the new fiber's refs with all four, where a `FiberRef.set` each in the fiber copies them each time.
       const fiber = runFork(serve(request, response, text, refs), {
+        scheduler: laneScheduler,
         updateRefs: (fiberRefs, fiberId) =>
           FiberRefs.updateManyAs(fiberRefs, {
             entries: [
