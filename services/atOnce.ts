@@ -11,19 +11,29 @@
  */
 import { Effect, Exit } from "effect"
 
+/**
+ * Whether an effect is an Exit, an answer already known, as `Exit.isExit` tells: by its tag, without
+ * `Exit.isExit`'s check that the value is an Effect at all (four of Predicate's functions on every
+ * stage of a call; docs/performance.md, item 94), which its type already says.
+ */
+export const isAnswered = <A, E, R>(effect: Effect.Effect<A, E, R>): effect is Exit.Exit<A, E> & Effect.Effect<A, E, R> => {
+  const tag = (effect as { readonly _tag?: unknown })._tag
+  return tag === "Success" || tag === "Failure"
+}
+
 /** `next` of the effect's value: called at once when the effect is an Exit already, else once it has run. */
 export const thenAtOnce = <A, E, R, B, E2, R2>(
   effect: Effect.Effect<A, E, R>,
   next: (value: A) => Effect.Effect<B, E2, R2>
 ): Effect.Effect<B, E | E2, R | R2> => {
-  if (!Exit.isExit(effect)) return Effect.flatMap(effect, next)
+  if (!isAnswered(effect)) return Effect.flatMap(effect, next)
   const exit = effect as Exit.Exit<A, E>
   return Exit.isSuccess(exit) ? next(exit.value) : (exit as Exit.Exit<never, E>)
 }
 
 /** The effect's value through `f`: at once when the effect is an Exit already, else once it has run. */
 export const mapAtOnce = <A, E, R, B>(effect: Effect.Effect<A, E, R>, f: (value: A) => B): Effect.Effect<B, E, R> => {
-  if (!Exit.isExit(effect)) return Effect.map(effect, f)
+  if (!isAnswered(effect)) return Effect.map(effect, f)
   const exit = effect as Exit.Exit<A, E>
   return Exit.isSuccess(exit) ? Effect.succeed(f(exit.value)) : (exit as Exit.Exit<never, E>)
 }
@@ -33,6 +43,6 @@ export const mapBothAtOnce = <A, E, R, B, E2>(
   effect: Effect.Effect<A, E, R>,
   options: { readonly onFailure: (error: E) => E2; readonly onSuccess: (value: A) => B }
 ): Effect.Effect<B, E2, R> => {
-  if (!Exit.isExit(effect)) return Effect.mapBoth(effect, options)
+  if (!isAnswered(effect)) return Effect.mapBoth(effect, options)
   return Exit.mapBoth(effect as Exit.Exit<A, E>, options)
 }

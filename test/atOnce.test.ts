@@ -5,10 +5,24 @@
  * (layers/telemetry/stageSpan.ts) does its work when it runs, in its span
  * when traces are on, not when it is made.
  */
-import { Effect, Exit, Tracer } from "effect"
+import { Context, Data, Effect, Either, Exit, FiberId, Option, Tracer } from "effect"
 import { describe, expect, it } from "vitest"
-import { mapAtOnce, mapBothAtOnce, thenAtOnce } from "../services/atOnce.ts"
+import { isAnswered, mapAtOnce, mapBothAtOnce, thenAtOnce } from "../services/atOnce.ts"
 import { stage } from "../layers/telemetry/stageSpan.ts"
+
+describe("isAnswered", () => {
+  it("tells an Exit from any other effect as Exit.isExit does", () => {
+    class Refused extends Data.TaggedError("Refused")<{}> {}
+    class Tag extends Context.Tag("svc/test/Tag")<Tag, number>() {}
+    const effects: Array<Effect.Effect<unknown, unknown, unknown>> = [
+      Effect.succeed(1), Effect.void, Effect.fail("no"), Effect.die("broken"), Exit.succeed(2), Exit.interrupt(FiberId.none),
+      Effect.sync(() => 3), Effect.suspend(() => Effect.succeed(4)), Effect.flatMap(Effect.succeed(5), Effect.succeed),
+      Option.some(6), Option.none(), Either.right(7), Either.left(8), new Refused(), Tag
+    ]
+    for (const effect of effects) expect(isAnswered(effect)).toBe(Exit.isExit(effect))
+    expect(effects.filter(isAnswered)).toHaveLength(6)
+  })
+})
 
 describe("mapBothAtOnce", () => {
   it("maps a known answer or error at once, and one still to come when it runs", () => {

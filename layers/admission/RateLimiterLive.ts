@@ -15,7 +15,7 @@ import type { Principal } from "../../services/ApiKeys.ts"
 import { AppConfig } from "../../services/Config.ts"
 import { EventLog } from "../../services/EventLog.ts"
 import { Metrics } from "../../services/Metrics.ts"
-import { mapAtOnce, thenAtOnce } from "../../services/atOnce.ts"
+import { isAnswered, mapAtOnce, thenAtOnce } from "../../services/atOnce.ts"
 import {
   type Bucket,
   type CountStep,
@@ -224,7 +224,7 @@ export const RateLimiterLive = Layer.scoped(
 
     /** What a store operation failing means to a call: refused for a moment, the outage said once. */
     const atStore = <A, E>(effect: Effect.Effect<A, E | StoreUnavailable, Scope.Scope>) =>
-      Exit.isExit(effect) && Exit.isSuccess(effect)
+      isAnswered(effect) && Exit.isSuccess(effect)
         ? effect as Exit.Exit<A>
         : Effect.catchTag(effect, "StoreUnavailable", (error) =>
           Effect.zipRight(outage.failed(error as StoreUnavailable), Effect.fail(refusal)))
