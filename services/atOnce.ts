@@ -27,15 +27,13 @@ export const thenAtOnce = <A, E, R, B, E2, R2>(
   next: (value: A) => Effect.Effect<B, E2, R2>
 ): Effect.Effect<B, E | E2, R | R2> => {
   if (!isAnswered(effect)) return Effect.flatMap(effect, next)
-  const exit = effect as Exit.Exit<A, E>
-  return Exit.isSuccess(exit) ? next(exit.value) : (exit as Exit.Exit<never, E>)
+  return Exit.isSuccess(effect) ? next(effect.value) : (effect as Exit.Exit<never, E>)
 }
 
 /** The effect's value through `f`: at once when the effect is an Exit already, else once it has run. */
 export const mapAtOnce = <A, E, R, B>(effect: Effect.Effect<A, E, R>, f: (value: A) => B): Effect.Effect<B, E, R> => {
   if (!isAnswered(effect)) return Effect.map(effect, f)
-  const exit = effect as Exit.Exit<A, E>
-  return Exit.isSuccess(exit) ? Effect.succeed(f(exit.value)) : (exit as Exit.Exit<never, E>)
+  return Exit.isSuccess(effect) ? Effect.succeed(f(effect.value)) : (effect as Exit.Exit<never, E>)
 }
 
 /** The effect's value or its error through `onSuccess` / `onFailure`: at once when the effect is an Exit already. */
@@ -44,5 +42,5 @@ export const mapBothAtOnce = <A, E, R, B, E2>(
   options: { readonly onFailure: (error: E) => E2; readonly onSuccess: (value: A) => B }
 ): Effect.Effect<B, E2, R> => {
   if (!isAnswered(effect)) return Effect.mapBoth(effect, options)
-  return Exit.mapBoth(effect as Exit.Exit<A, E>, options)
+  return Exit.mapBoth(effect, options)
 }
