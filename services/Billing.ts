@@ -7,7 +7,7 @@
  * ledger cannot write (its database is unreachable) is kept in the
  * `SettlementJournal` and written later: the call still gets its answer.
  */
-import { Context, type Effect, type Scope } from "effect"
+import { Context, type Effect, type Fiber, type Scope } from "effect"
 import type { InsufficientFunds } from "./ApiError.ts"
 import type { Principal } from "./ApiKeys.ts"
 import type { Deployment, Model } from "./Catalogue.ts"
@@ -120,13 +120,16 @@ export class Billing extends Context.Tag("svc/Billing")<Billing, {
    * else the call's end writes (its transcript), given the written receipt: it runs before the
    * hold counts as ended, so `drained` waits for it too. Given `later`, a queued settlement's
    * hand-over to the ledger goes there (the answer does not wait for it); the settlement's amounts,
-   * the hold's end and the call's record are settled at once either way.
+   * the hold's end and the call's record are settled at once either way. Given `fiber`, the one the
+   * caller runs a step of now, it settles when called, in that step: a queued settlement's answer
+   * is then an Exit (services/atOnce.ts).
    */
   readonly settle: (
     hold: Hold,
     call: ServedCall,
     recordAfter?: (settlement: Settlement) => Effect.Effect<void>,
-    later?: AfterAnswer
+    later?: AfterAnswer,
+    fiber?: Fiber.RuntimeFiber<unknown, unknown>
   ) => Effect.Effect<Settlement>
   /** Releases the hold without charging (the call failed). A hold that already ended is left as it is. */
   readonly release: (hold: Hold) => Effect.Effect<void>

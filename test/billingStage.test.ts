@@ -15,7 +15,7 @@ import { SettlementJournalMemory } from "../layers/billing/SettlementJournalMemo
 import { PricingLive } from "../layers/billing/PricingLive.ts"
 import { IdsLive } from "../layers/platform/IdsLive.ts"
 import { InsufficientFunds } from "../services/ApiError.ts"
-import { Billing, type ServedCall } from "../services/Billing.ts"
+import { Billing, type ServedCall, type Settlement } from "../services/Billing.ts"
 import { Ledger, type Receipt } from "../services/Ledger.ts"
 import { recordingLedger, servedCall, testModel, usd } from "./support/pipeline.ts"
 import { testConfig } from "./support/testConfig.ts"
@@ -55,6 +55,33 @@ describe("billing stage", () => {
         // (1000 × $3 + 500 × $6) per million tokens = $0.006 to the customer; (1000 × $1 + 500 × $2) upstream.
         expect(receipt.cost).toEqual({ total: 6_000_000n, upstream: 2_000_000n, margin: 4_000_000n })
         expect(ledger.bills[0]).toMatchObject({ providerId: "p", tier: "third_party", events: [] })
+      })
+    )
+  })
+
+  it.effect("given the fiber it runs in, settles when called: the settlement queued is an Exit, its hand-over left for later", () => {
+    const ledger = recordingLedger()
+    return withBilling(
+      ledger,
+      Effect.gen(function*() {
+        const billing = yield* Billing
+        const works: Array<Effect.Effect<void>> = []
+        const later = (work: Effect.Effect<void>) => {
+          works.push(work)
+          return Effect.void
+        }
+        // As the chat lane serves a call: traces off (with them on, the stage is a span, made when it runs).
+        const receipt = yield* billing.withHold(principal, usd(0.01), (hold) =>
+          Effect.withFiberRuntime<Settlement>((fiber) => {
+            const settlement = billing.settle(hold, served, undefined, later, fiber)
+            expect(Exit.isExit(settlement)).toBe(true)
+            return settlement
+          })).pipe(Effect.withTracerEnabled(false))
+        expect(receipt.cost.total).toBe(6_000_000n)
+        // Charged once the hand-over runs, after the answer; the hold was not released meanwhile.
+        expect(ledger.log).toEqual(["reserve rcpt_1"])
+        yield* Effect.all(works)
+        expect(ledger.log).toEqual(["reserve rcpt_1", "settle rcpt_1"])
       })
     )
   })

@@ -274,15 +274,18 @@ export const BillingLive = Layer.scoped(
       holdDuring: (principal, amount, work) =>
         during(principal, amount, work, (outcome) =>
           Effect.flatMap(hold(principal, amount), (held) => Effect.map(outcome, (result) => [held, result] as const))),
-      settle: (held, call, recordAfter, later = atOnce) =>
-        // One step of the call's fiber when the settlement is queued: this runs on every billed call.
-        stage("svc.billing.settle", (fiber): Effect.Effect<Settlement> => {
+      settle: (held, call, recordAfter, later = atOnce, fiber) => {
+        // One step of the call's fiber when the settlement is queued (none of its own, given the fiber
+        // the caller runs in): this runs on every billed call.
+        const settling = (fiber: StageFiber): Effect.Effect<Settlement> => {
           if (!end(held)) return Effect.dieMessage(`hold ${held.id} settled after it ended`)
           // The bill made at once: an Effect of its own only for the rare warning.
           const { bill, warning } = checkedBill(call, held.keyId)
           if (warning === undefined) return settledBy(fiber, held, bill, recordAfter, later)
           return Effect.zipRight(warning, Effect.suspend(() => settledBy(fiber, held, bill, recordAfter, later)))
-        }),
+        }
+        return fiber === undefined ? stage("svc.billing.settle", settling) : inStage(fiber, "svc.billing.settle", settling)
+      },
       release,
       drained,
       settled

@@ -67,8 +67,8 @@ export const ChatGatewayLive = Layer.effect(
             upstream.complete(route.targets, call.request).pipe(Effect.catchAll(failed(call, route))),
             (hold, answered) =>
               // What the answer does not wait for runs as the caller's scope closes: once it is written.
-              endingBeforeLater((later) =>
-                endCompletion(completionServices, { admitted: call, route, hold }, answered, undefined, later)
+              endingBeforeLater((later, fiber) =>
+                endCompletion(completionServices, { admitted: call, route, hold }, answered, undefined, later, fiber)
               )
           )),
 

@@ -7,7 +7,7 @@
  * them, not one each: a finalizer costs a call a few steps to add and a few
  * more to run (docs/performance.md).
  */
-import { Effect, type Scope } from "effect"
+import { Effect, type Fiber, type Scope } from "effect"
 import { thenAtOnce } from "../../services/atOnce.ts"
 import type { AfterAnswer } from "../../services/Billing.ts"
 import { atCallEnd } from "../../services/callEnds.ts"
@@ -20,9 +20,12 @@ const eachOf = (works: ReadonlyArray<Effect.Effect<void>>): Effect.Effect<void> 
     Effect.void
   )
 
-/** `end`, given where to put what its answer does not wait for: run as the caller's scope closes (a call's end). */
+/**
+ * `end`, given where to put what its answer does not wait for (run as the caller's scope closes: a
+ * call's end) and the fiber it is called in, to end in this step what can end at once.
+ */
 export const endingBeforeLater = <A, E, R>(
-  end: (later: AfterAnswer) => Effect.Effect<A, E, R>
+  end: (later: AfterAnswer, fiber: Fiber.RuntimeFiber<unknown, unknown>) => Effect.Effect<A, E, R>
 ): Effect.Effect<A, E, R | Scope.Scope> =>
   Effect.withFiberRuntime((fiber) => {
     const works: Array<Effect.Effect<void>> = []
@@ -32,6 +35,6 @@ export const endingBeforeLater = <A, E, R>(
         end((work) => {
           works.push(work)
           return Effect.void
-        })
+        }, fiber)
     )
   })

@@ -20,6 +20,7 @@ import type { TranscriptCompletion, Transcripts } from "../../services/Transcrip
 import type { Answered, AttemptLog } from "../../services/Upstream.ts"
 import { mapAtOnce, thenAtOnce } from "../../services/atOnce.ts"
 import { billableUsage } from "../billing/usageCheck.ts"
+import type { StageFiber } from "../telemetry/stageSpan.ts"
 
 /** What a call's receipt says beyond the chat call itself: its endpoint, and steps billed before it. */
 export interface BillOptions {
@@ -108,7 +109,8 @@ export const settleChat = (
   answered: Answered<unknown>,
   served: { readonly usage: TokenUsage; readonly attempts: ReadonlyArray<AttemptLog>; readonly completion: TranscriptCompletion },
   options: BillOptions = CHAT,
-  later: AfterAnswer = atOnce
+  later: AfterAnswer = atOnce,
+  fiber?: StageFiber
 ): Effect.Effect<Settlement> => {
   const { admitted, hold, route } = call
   const { deployment, model } = answered.target
@@ -135,7 +137,7 @@ export const settleChat = (
       Effect.catchAllCause((cause) =>
         isDatabaseOutage(cause) ? Effect.void : Effect.logError("transcript not kept", cause)
       )
-    ), later)
+    ), later, fiber)
   return thenAtOnce(settled, (settlement) => {
     const correction = admitted.rateLimit?.settle(served.usage.inputTokens + served.usage.outputTokens)
     return correction === undefined ? Exit.succeed(settlement) : mapAtOnce(later(correction), () => settlement)

@@ -17,7 +17,8 @@ import type { PrivacyPolicy } from "../../services/PrivacyPolicy.ts"
 import type { UpstreamCompletion } from "../../services/Providers.ts"
 import type { Route } from "../../services/RoutePlanner.ts"
 import type { Answered, Upstream } from "../../services/Upstream.ts"
-import { mapAtOnce, thenAtOnce } from "../../services/atOnce.ts"
+import { isAnswered, mapAtOnce, thenAtOnce } from "../../services/atOnce.ts"
+import type { StageFiber } from "../telemetry/stageSpan.ts"
 import { isTokenCount } from "../billing/usageCheck.ts"
 import { type BillOptions, billedUsage, completionText, countedUsage, fromUsage, settleChat } from "./chatSettlement.ts"
 
@@ -33,7 +34,8 @@ export const endCompletion = (
   call: { readonly admitted: AdmittedChat; readonly route: Route; readonly hold: Hold },
   answered: Answered<UpstreamCompletion>,
   options?: BillOptions,
-  later: AfterAnswer = atOnce
+  later: AfterAnswer = atOnce,
+  fiber?: StageFiber
 ) => {
   const completion = answered.value
   const usage = completion.usage ?? countedUsage(services.pricing, call.admitted.inputTokens, completion)
@@ -51,7 +53,7 @@ export const endCompletion = (
         usage: fromUsage(usage),
         attempts: answered.attempts,
         completion: completionText(completion)
-      }, options, later),
+      }, options, later, fiber),
       (receipt) => ({
         completion: {
           ...completion,
@@ -63,6 +65,7 @@ export const endCompletion = (
         receipt
       })
     ))
-  // An answer that came back is billed: nothing may interrupt its end.
-  return Effect.uninterruptible(ended)
+  // An answer that came back is billed: nothing may interrupt its end. One made at once (given the
+  // fiber, its settlement queued) is over already: no uninterruptible region around it.
+  return isAnswered(ended) ? ended : Effect.uninterruptible(ended)
 }
