@@ -248,7 +248,8 @@ export const startGatewayProcess = async (options: GatewayProcessOptions): Promi
       return started.handle
     }
     last = started.output
-    if (!last.includes("EADDRINUSE")) break
+    // The gateway says so in its own words (src/start/failureLines.ts); the raw code, in case it does not.
+    if (!last.includes("the port is in use") && !last.includes("EADDRINUSE")) break
   }
   removeConfig()
   throw new Error(`the gateway process exited before serving; its output:\n${last}`)
