@@ -18,13 +18,14 @@ import type { Estimate, TokenUsage } from "./Pricing.ts"
 
 /**
  * Where a call puts work its answer does not wait for (the settlement's hand-over to the ledger,
- * the attempt's health, the rate limits' correction): the chat gateway adds it to the caller's
- * scope, which closes once the answer is written, even for a caller that left.
+ * the attempt's health, the rate limits' correction): the chat gateway calls it once the answer is
+ * written (as the caller's scope closes), even for a caller that left. The work is the function
+ * that does it, so work done when called (an Exit: services/atOnce.ts) takes no step then.
  */
-export type AfterAnswer = (work: Effect.Effect<void>) => Effect.Effect<void>
+export type AfterAnswer = (work: () => Effect.Effect<void>) => Effect.Effect<void>
 
 /** No later: the work runs at once, in its place (agent runs, and every caller that gives none). */
-export const atOnce: AfterAnswer = (work) => work
+export const atOnce: AfterAnswer = (work) => work()
 
 /** Money held for a call in flight. */
 export interface Hold {

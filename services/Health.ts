@@ -69,6 +69,7 @@ export class Health extends Context.Tag("svc/Health")<Health, {
    * must be the deployment's fault (timeout, connection, protocol, 5xx, and "not now" answers
    * such as 408 or 429): a request the upstream refused as the caller's (other 4xx) says nothing
    * about the deployment, and the router does not record it. A healthy deployment's success costs no database write.
+   * It may count when called (services/atOnce.ts): call it where it is to run.
    */
   readonly record: (outcome: Outcome) => Effect.Effect<void>
   /** The current view of a deployment (from memory). */

@@ -124,7 +124,8 @@ export class Ledger extends Context.Tag("svc/Ledger")<Ledger, {
   /**
    * `settle` without waiting: the settlement goes with the account's next ledger turn in this
    * process (the next call's reservation), or alone shortly after; `onAnswer` gets its receipt or
-   * its failure, and must not block.
+   * its failure, and must not block. It may queue when called (services/atOnce.ts): call it where
+   * it is to run.
    */
   readonly settleQueued: (reservation: Reservation, bill: Bill, onAnswer: (answer: Exit.Exit<Receipt>) => void) => Effect.Effect<void>
   /** Frees a reservation without charging (the call failed). Releasing twice is harmless. */

@@ -12,6 +12,7 @@
  */
 import { type Cause, Context, Effect, Exit, type Fiber, FiberRef, Option, Scope } from "effect"
 import { globalValue } from "effect/GlobalValue"
+import { eachAtOnce } from "./atOnce.ts"
 
 /** An end is told how the call ended, as a scope's finalizer is. */
 export type CallEnd = (exit: Exit.Exit<unknown, unknown>) => Effect.Effect<unknown>
@@ -57,14 +58,14 @@ export const openCallEnds = (fiber: Fiber.RuntimeFiber<unknown, unknown>): CallE
 
 const logged = (cause: Cause.Cause<unknown>) => Effect.logError("a call's end failed", cause)
 
-/** Runs the call's ends, the last added first, each whatever the ones before it did (a failure is logged). */
+/**
+ * Runs the call's ends, the last added first, each whatever the ones before it did (a failure is
+ * logged): an end that answers at once (an Exit) takes no step of its own.
+ */
 export const runCallEnds = (call: CallEnds, exit: Exit.Exit<unknown, unknown>): Effect.Effect<void> =>
   Effect.suspend(() => {
     call.closed = exit
-    let all: Effect.Effect<void> = Effect.void
-    for (const end of call.ends) all = Effect.zipRight(Effect.catchAllCause(end(exit), logged), all)
-    call.ends.length = 0
-    return all
+    return eachAtOnce(call.ends.splice(0).reverse(), (end) => end(exit), logged)
   })
 
 /**

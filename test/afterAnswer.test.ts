@@ -16,10 +16,10 @@ describe("work after the answer", () => {
       const scope = yield* Scope.make()
       const answer = yield* endingBeforeLater((later) =>
         Effect.gen(function*() {
-          yield* later(work("health"))
-          yield* later(Effect.zipRight(work("settlement"), Effect.die("lost")))
+          yield* later(() => work("health"))
+          yield* later(() => Effect.zipRight(work("settlement"), Effect.die("lost")))
           ran.push("answered")
-          yield* later(work("rate limits"))
+          yield* later(() => work("rate limits"))
           return 42
         })
       ).pipe(Scope.extend(scope))
@@ -37,7 +37,7 @@ describe("work after the answer", () => {
       const ran: Array<string> = []
       const scope = yield* Scope.make()
       const ended = yield* Effect.exit(
-        endingBeforeLater((later) => Effect.zipRight(later(Effect.sync(() => void ran.push("health"))), Effect.fail("settlement")))
+        endingBeforeLater((later) => Effect.zipRight(later(() => Effect.sync(() => void ran.push("health"))), Effect.fail("settlement")))
           .pipe(Scope.extend(scope))
       )
       expect(ended).toStrictEqual(Exit.fail("settlement"))

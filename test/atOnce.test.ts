@@ -5,9 +5,9 @@
  * (layers/telemetry/stageSpan.ts) does its work when it runs, in its span
  * when traces are on, not when it is made.
  */
-import { Context, Data, Effect, Either, Exit, FiberId, Option, Tracer } from "effect"
+import { Cause, Context, Data, Effect, Either, Exit, FiberId, Option, Tracer } from "effect"
 import { describe, expect, it } from "vitest"
-import { isAnswered, mapAtOnce, mapBothAtOnce, thenAtOnce } from "../services/atOnce.ts"
+import { eachAtOnce, isAnswered, mapAtOnce, mapBothAtOnce, thenAtOnce } from "../services/atOnce.ts"
 import { stage } from "../layers/telemetry/stageSpan.ts"
 
 describe("isAnswered", () => {
@@ -21,6 +21,32 @@ describe("isAnswered", () => {
     ]
     for (const effect of effects) expect(isAnswered(effect)).toBe(Exit.isExit(effect))
     expect(effects.filter(isAnswered)).toHaveLength(6)
+  })
+})
+
+describe("eachAtOnce", () => {
+  it("runs each item in its turn, whatever the ones before did; when all answer at once, it is an Exit already", () => {
+    const ran: Array<string> = []
+    const recovered: Array<string> = []
+    const run = (name: string): Effect.Effect<void> => {
+      ran.push(name)
+      if (name === "throws") throw new Error("broken")
+      if (name === "fails") return Effect.die("lost")
+      return name.startsWith("later") ? Effect.sync(() => void ran.push(`${name} ran`)) : Effect.void
+    }
+    const recover = (cause: Cause.Cause<unknown>) => Effect.sync(() => void recovered.push(Cause.pretty(cause).split("\n")[0]!))
+
+    const atOnce = eachAtOnce(["health", "permit"], run, recover)
+    expect(isAnswered(atOnce)).toBe(true)
+    expect(ran).toEqual(["health", "permit"])
+
+    ran.length = 0
+    const mixed = eachAtOnce(["health", "later settlement", "throws", "fails", "permit"], run, recover)
+    // Called in turn: nothing after an item still to run is called before that item has run.
+    expect(ran).toEqual(["health", "later settlement"])
+    Effect.runSync(mixed)
+    expect(ran).toEqual(["health", "later settlement", "later settlement ran", "throws", "fails", "permit"])
+    expect(recovered).toEqual(["Error: broken", "Error: lost"])
   })
 })
 

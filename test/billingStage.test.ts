@@ -65,8 +65,8 @@ describe("billing stage", () => {
       ledger,
       Effect.gen(function*() {
         const billing = yield* Billing
-        const works: Array<Effect.Effect<void>> = []
-        const later = (work: Effect.Effect<void>) => {
+        const works: Array<() => Effect.Effect<void>> = []
+        const later = (work: () => Effect.Effect<void>) => {
           works.push(work)
           return Effect.void
         }
@@ -80,7 +80,7 @@ describe("billing stage", () => {
         expect(receipt.cost.total).toBe(6_000_000n)
         // Charged once the hand-over runs, after the answer; the hold was not released meanwhile.
         expect(ledger.log).toEqual(["reserve rcpt_1"])
-        yield* Effect.all(works)
+        yield* Effect.forEach(works, (work) => work())
         expect(ledger.log).toEqual(["reserve rcpt_1", "settle rcpt_1"])
       })
     )
@@ -356,7 +356,7 @@ describe("billing stage", () => {
           const hold = yield* billing.hold(principal, usd(0.01))
           const held = call
           return yield* billing.settle(hold, served, undefined, (work) =>
-            Scope.addFinalizer(scope, Effect.zipRight(Effect.sync(() => held?.messages.length), work)))
+            Scope.addFinalizer(scope, Effect.zipRight(Effect.sync(() => held?.messages.length), Effect.suspend(work))))
         }))
         expect(settlement.cost.total).toBe(6_000_000n)
         expect(waiting).toHaveLength(1)

@@ -121,21 +121,21 @@ export const makePermits = (
     yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(sweepMs), sweep(false))))
     yield* Effect.addFinalizer(() => sweep(true))
 
-    /** A permit's end: kept as a spare for the account's next call, or given back. */
-    const ended = (accountId: string, cap: number, entry: Held | undefined) =>
-      entry === undefined ? Effect.void : Effect.suspend(() => {
-        const kept = Math.floor(cap / SPARE_SHARE)
-        const pool = spares.get(accountId)
-        if (kept === 0 || (pool !== undefined && (pool.cap !== cap || pool.permits.length >= kept))) {
-          return giveBack(accountId, entry, cap)
-        }
-        if (pool === undefined) spares.set(accountId, { permits: [entry], cap, unusedSweeps: 0 })
-        else {
-          pool.permits.push(entry)
-          pool.unusedSweeps = 0
-        }
-        return Effect.void
-      })
+    /** A permit's end, when called (a call's end: services/callEnds.ts): kept as a spare for the account's next call, or given back. */
+    const ended = (accountId: string, cap: number, entry: Held | undefined) => {
+      if (entry === undefined) return Effect.void
+      const kept = Math.floor(cap / SPARE_SHARE)
+      const pool = spares.get(accountId)
+      if (kept === 0 || (pool !== undefined && (pool.cap !== cap || pool.permits.length >= kept))) {
+        return giveBack(accountId, entry, cap)
+      }
+      if (pool === undefined) spares.set(accountId, { permits: [entry], cap, unusedSweeps: 0 })
+      else {
+        pool.permits.push(entry)
+        pool.unusedSweeps = 0
+      }
+      return Effect.void
+    }
 
     /** A permit asked of the store (after giving back spares kept under another cap). */
     const asked = (accountId: string, cap: number, pool: Spares | undefined) =>

@@ -207,8 +207,8 @@ export const BillingLive = Layer.scoped(
       const settlement: QueuedReceipt = Object.assign(unwritten(reservation, bill), { queued: true as const })
       count(fiber.getFiberRef(currentCall), settlement)
       // Tracked from now: `settled` and `drained` wait for it even before it is handed over.
-      const handOver = ledger.settleQueued(reservation, bill, queue.track(afterWrite(reservation, bill, recordAfter)))
-      return mapAtOnce(later(handOver), (): Settlement => settlement)
+      const tracked = queue.track(afterWrite(reservation, bill, recordAfter))
+      return mapAtOnce(later(() => ledger.settleQueued(reservation, bill, tracked)), (): Settlement => settlement)
     }
     /**
      * What runs once a queued settlement is written (or kept in the journal). Made apart from `queued`

@@ -146,11 +146,11 @@ export const LedgerPg = Layer.scoped(
           >
         }),
 
-      settleQueued: (reservation, bill, onAnswer) =>
-        Effect.suspend(() => {
-          leased.settling(reservation)
-          return turns.send(reservation.accountId, { _tag: "settle", reservation, bill }, onAnswer as (answer: Exit.Exit<unknown, unknown>) => void)
-        }),
+      // Queued when called (services/atOnce.ts): a call's work after its answer, with no step of its own.
+      settleQueued: (reservation, bill, onAnswer) => {
+        leased.settling(reservation)
+        return turns.send(reservation.accountId, { _tag: "settle", reservation, bill }, onAnswer as (answer: Exit.Exit<unknown, unknown>) => void)
+      },
 
       release: (reservation) => reservation.leaseId === undefined ? releaseAlone(reservation) : leased.release(reservation),
 

@@ -7,18 +7,12 @@
  * them, not one each: a finalizer costs a call a few steps to add and a few
  * more to run (docs/performance.md).
  */
-import { Effect, type Fiber, type Scope } from "effect"
-import { thenAtOnce } from "../../services/atOnce.ts"
+import { type Cause, Effect, type Fiber, type Scope } from "effect"
+import { eachAtOnce, thenAtOnce } from "../../services/atOnce.ts"
 import type { AfterAnswer } from "../../services/Billing.ts"
 import { atCallEnd } from "../../services/callEnds.ts"
 
-/** Each work in turn, each run whatever the ones before it did; a defect is logged, not passed on. */
-const eachOf = (works: ReadonlyArray<Effect.Effect<void>>): Effect.Effect<void> =>
-  works.reduceRight<Effect.Effect<void>>(
-    (rest, work) =>
-      Effect.zipRight(Effect.catchAllDefect(work, (defect) => Effect.logError("work after a call's answer failed", defect)), rest),
-    Effect.void
-  )
+const logged = (cause: Cause.Cause<unknown>) => Effect.logError("work after a call's answer failed", cause)
 
 /**
  * `end`, given where to put what its answer does not wait for (run as the caller's scope closes: a
@@ -28,9 +22,9 @@ export const endingBeforeLater = <A, E, R>(
   end: (later: AfterAnswer, fiber: Fiber.RuntimeFiber<unknown, unknown>) => Effect.Effect<A, E, R>
 ): Effect.Effect<A, E, R | Scope.Scope> =>
   Effect.withFiberRuntime((fiber) => {
-    const works: Array<Effect.Effect<void>> = []
+    const works: Array<() => Effect.Effect<void>> = []
     return thenAtOnce(
-      atCallEnd(fiber, () => Effect.suspend(() => eachOf(works))),
+      atCallEnd(fiber, () => eachAtOnce(works, (work) => work(), logged)),
       () =>
         end((work) => {
           works.push(work)

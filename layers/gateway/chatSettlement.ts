@@ -139,7 +139,8 @@ export const settleChat = (
       )
     ), later, fiber)
   return thenAtOnce(settled, (settlement) => {
-    const correction = admitted.rateLimit?.settle(served.usage.inputTokens + served.usage.outputTokens)
-    return correction === undefined ? Exit.succeed(settlement) : mapAtOnce(later(correction), () => settlement)
+    const ticket = admitted.rateLimit
+    if (ticket === undefined) return Exit.succeed(settlement)
+    return mapAtOnce(later(() => ticket.settle(served.usage.inputTokens + served.usage.outputTokens)), () => settlement)
   })
 }

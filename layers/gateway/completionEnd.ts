@@ -40,12 +40,14 @@ export const endCompletion = (
   const completion = answered.value
   const usage = completion.usage ?? countedUsage(services.pricing, call.admitted.inputTokens, completion)
   const { deployment, model } = answered.target
-  const served = later(services.upstream.served(answered, {
-    ok: true,
-    latencyMs: answered.attempts.at(-1)!.latencyMs,
-    // A figure billing will set aside says nothing of throughput.
-    outputTokens: isTokenCount(usage.completion_tokens) ? usage.completion_tokens : 0
-  }))
+  const served = later(() =>
+    services.upstream.served(answered, {
+      ok: true,
+      latencyMs: answered.attempts.at(-1)!.latencyMs,
+      // A figure billing will set aside says nothing of throughput.
+      outputTokens: isTokenCount(usage.completion_tokens) ? usage.completion_tokens : 0
+    })
+  )
   // A chain that goes on at once where a part answers at once (services/atOnce.ts): every JSON call runs it.
   const ended = thenAtOnce(served, () =>
     mapAtOnce(

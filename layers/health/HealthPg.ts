@@ -248,20 +248,20 @@ export const HealthPg = Layer.scoped(
     }
 
     return {
-      record: (outcome) =>
-        Effect.suspend(() => {
-          const at = now()
-          windowOf(outcome.deployment).add(outcome, at)
-          buckets.add(outcome, at)
-          if (Option.isSome(metrics)) metrics.value.upstreamAttempt(outcome.deployment, outcome.ok ? "ok" : outcome.failure ?? "error")
-          if (!outcome.ok) return write(recordFailure(outcome.deployment, outcome.retryAfterSeconds ?? null))
-          const row = breakers.get(outcome.deployment)
-          // The hot path: a healthy deployment's success has no news for anyone.
-          if (row === undefined || (row.stored === "closed" && row.consecutiveFailures === 0)) return Effect.void
-          // An answer to a call sent before the breaker opened does not cut its cooldown short.
-          if (stateAt(row, at) === "open") return Effect.void
-          return write(succeeded(outcome.deployment))
-        }),
+      // Counted when called (services/atOnce.ts): a call's work after its answer, with no step of its own.
+      record: (outcome) => {
+        const at = now()
+        windowOf(outcome.deployment).add(outcome, at)
+        buckets.add(outcome, at)
+        if (Option.isSome(metrics)) metrics.value.upstreamAttempt(outcome.deployment, outcome.ok ? "ok" : outcome.failure ?? "error")
+        if (!outcome.ok) return write(recordFailure(outcome.deployment, outcome.retryAfterSeconds ?? null))
+        const row = breakers.get(outcome.deployment)
+        // The hot path: a healthy deployment's success has no news for anyone.
+        if (row === undefined || (row.stored === "closed" && row.consecutiveFailures === 0)) return Effect.void
+        // An answer to a call sent before the breaker opened does not cut its cooldown short.
+        if (stateAt(row, at) === "open") return Effect.void
+        return write(succeeded(outcome.deployment))
+      },
 
       view: (deployment): DeploymentHealth => {
         const at = now()

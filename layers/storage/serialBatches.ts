@@ -16,7 +16,8 @@ export interface SerialBatches<I, O, E> {
   /**
    * Queues `item` without waiting for its answer: it goes in the key's next batch, so an item
    * submitted after it goes after it. To an idle key it lingers (`sendLingerMs`) for the key's next
-   * submitted item, to go in one batch with it, before it goes alone in a fiber of its own.
+   * submitted item, to go in one batch with it, before it goes alone in a fiber of its own. Queued
+   * when called, behind a batch or a linger (an Exit: services/atOnce.ts): call it where it is to run.
    */
   readonly send: (key: string, item: I, onAnswer?: (answer: Exit.Exit<O, E>) => void) => Effect.Effect<void>
 }
@@ -134,15 +135,13 @@ export const makeSerialBatches = <I, O, E>(
     )
 
     return {
-      send: (key, item, onAnswer = unanswered) =>
-        Effect.suspend(() => {
-          const sent = { item, resume: onAnswer, sent: true }
-          const waiting = queued.get(key)
-          if (waiting !== undefined) return Effect.sync(() => void waiting.push(sent))
-          const lingers = lingering.get(key)
-          if (lingers !== undefined) return Effect.sync(() => void lingers.push(sent))
-          return linger(key, [sent])
-        }),
+      send: (key, item, onAnswer = unanswered) => {
+        const sent = { item, resume: onAnswer, sent: true }
+        const waiting = queued.get(key) ?? lingering.get(key)
+        if (waiting === undefined) return linger(key, [sent])
+        waiting.push(sent)
+        return Effect.void
+      },
       submit: (key, item) =>
         Effect.suspend(() => {
           const waiting = queued.get(key)
