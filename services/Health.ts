@@ -76,7 +76,8 @@ export class Health extends Context.Tag("svc/Health")<Health, {
   readonly view: (deployment: string) => DeploymentHealth
   /**
    * Whether a call may go to the deployment now: closed → yes; open → no; half-open → yes for the
-   * one caller that wins the probe (cluster-wide), no for the rest.
+   * one caller that wins the probe (cluster-wide), no for the rest. It may ask when called
+   * (services/atOnce.ts): call it where it is to run.
    */
   readonly admits: (deployment: string) => Effect.Effect<boolean>
 }>() {}

@@ -12,7 +12,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Chunk, Clock, Deferred, Effect, Exit, Fiber, Option, Stream, TestClock } from "effect"
-import { completeWithin, endingBy, watchedPulls } from "../layers/upstream/deadline.ts"
+import { type CallDeadline, completeWithin, endingBy, watchedPulls } from "../layers/upstream/deadline.ts"
 import type { ChatRequest } from "../services/Chat.ts"
 import { type ProviderAdapter, type UpstreamCall, UpstreamFailure } from "../services/Providers.ts"
 
@@ -47,6 +47,12 @@ const pendingTimersOf = <A, E>(effect: Effect.Effect<A, E>) =>
     ({ restore }) => Effect.sync(restore)
   )
 
+/** `endingBy` and `completeWithin` on the fiber's clock (the live one, or the test's), as the gateway reads it. */
+const endingByNow = <A, E, R>(effect: Effect.Effect<A, E, R>, endAt: number) =>
+  Effect.clockWith((clock) => endingBy(effect, endAt, clock))
+const completeWithinNow = (adapter: ProviderAdapter, call: UpstreamCall, timeoutMs: number, deadline: CallDeadline) =>
+  Effect.clockWith((clock) => completeWithin(adapter, call, timeoutMs, deadline, clock))
+
 const failureOf = <A, E>(exit: Exit.Exit<A, E>) =>
   Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
 
@@ -54,15 +60,15 @@ describe("endingBy, on the live clock", () => {
   it.live("gives the work's value, and its failure, when it ends in time", () =>
     Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
-      expect(yield* endingBy(Effect.as(Effect.sleep(5), "answered"), now + 1_000)).toBe("answered")
+      expect(yield* endingByNow(Effect.as(Effect.sleep(5), "answered"), now + 1_000)).toBe("answered")
       const refused = new UpstreamFailure({ kind: "status", status: 503, detail: "upstream answered 503" })
-      expect(failureOf(yield* Effect.exit(endingBy(Effect.fail(refused), now + 1_000)))).toBe(refused)
+      expect(failureOf(yield* Effect.exit(endingByNow(Effect.fail(refused), now + 1_000)))).toBe(refused)
     }))
 
   it.live("leaves no timer behind once the work ended, nor once a stream's pulls were released", () =>
     Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
-      const ended = yield* pendingTimersOf(endingBy(Effect.sleep(5), now + 60_000))
+      const ended = yield* pendingTimersOf(endingByNow(Effect.sleep(5), now + 60_000))
       expect(ended.pending).toBe(0)
       let left = 3
       const pull = Effect.suspend(() => (left-- > 0 ? Effect.succeed(Chunk.of(left)) : Effect.fail(Option.none<UpstreamFailure>())))
@@ -83,7 +89,7 @@ describe("endingBy, on the live clock", () => {
       let released = false
       const now = yield* Clock.currentTimeMillis
       const work = Effect.onInterrupt(Effect.never, () => Effect.sync(() => void (released = true)))
-      const exit = yield* Effect.exit(endingBy(work, now + 30))
+      const exit = yield* Effect.exit(endingByNow(work, now + 30))
       expect(failureOf(exit)).toMatchObject({ kind: "timeout" })
       expect(released).toBe(true)
     }))
@@ -95,7 +101,7 @@ describe("endingBy, on the live clock", () => {
       const now = yield* Clock.currentTimeMillis
       const work = Effect.onInterrupt(Effect.zipRight(Deferred.succeed(started, undefined), Effect.never), () =>
         Deferred.succeed(released, undefined))
-      const caller = yield* Effect.fork(endingBy(work, now + 60_000))
+      const caller = yield* Effect.fork(endingByNow(work, now + 60_000))
       yield* Deferred.await(started)
       yield* Fiber.interrupt(caller)
       expect(yield* Deferred.isDone(released)).toBe(true)
@@ -105,7 +111,7 @@ describe("endingBy, on the live clock", () => {
 describe("endingBy, on the test clock", () => {
   it.effect("times out when the test's time passes the end, not before", () =>
     Effect.gen(function*() {
-      const fiber = yield* Effect.fork(Effect.exit(endingBy(Effect.never, 1_000)))
+      const fiber = yield* Effect.fork(Effect.exit(endingByNow(Effect.never, 1_000)))
       yield* TestClock.adjust(999)
       expect(fiber.unsafePoll()).toBeNull()
       yield* TestClock.adjust(1)
@@ -130,7 +136,7 @@ describe("completeWithin", () => {
     Effect.gen(function*() {
       const { adapter, calls } = stuck(true)
       const now = yield* Clock.currentTimeMillis
-      const fiber = yield* Effect.fork(completeWithin(adapter, call, 60_000, { deadlineAt: now + 30_000, streamIdleMs: 1_000 }))
+      const fiber = yield* Effect.fork(completeWithinNow(adapter, call, 60_000, { deadlineAt: now + 30_000, streamIdleMs: 1_000 }))
       yield* Effect.sleep(20)
       expect(calls[0]?.deadline?.endAt).toBeGreaterThanOrEqual(now + 30_000)
       expect(calls[0]?.deadline?.endAt).toBeLessThan(now + 31_000)
@@ -143,7 +149,7 @@ describe("completeWithin", () => {
     Effect.gen(function*() {
       const { adapter, calls } = stuck(false)
       const now = yield* Clock.currentTimeMillis
-      const exit = yield* Effect.exit(completeWithin(adapter, call, 30, { deadlineAt: now + 60_000, streamIdleMs: 1_000 }))
+      const exit = yield* Effect.exit(completeWithinNow(adapter, call, 30, { deadlineAt: now + 60_000, streamIdleMs: 1_000 }))
       expect(failureOf(exit)).toMatchObject({ kind: "timeout" })
       expect(calls[0]?.deadline?.endAt).toBeUndefined()
     }))
@@ -151,7 +157,7 @@ describe("completeWithin", () => {
   it.effect("times every adapter under a test clock, one that keeps the deadline too", () =>
     Effect.gen(function*() {
       const { adapter, calls } = stuck(true)
-      const fiber = yield* Effect.fork(Effect.exit(completeWithin(adapter, call, 1_000, { deadlineAt: 60_000, streamIdleMs: 1_000 })))
+      const fiber = yield* Effect.fork(Effect.exit(completeWithinNow(adapter, call, 1_000, { deadlineAt: 60_000, streamIdleMs: 1_000 })))
       yield* TestClock.adjust(1_000)
       expect(failureOf(yield* Fiber.join(fiber))).toMatchObject({ kind: "timeout" })
       expect(calls[0]?.deadline?.endAt).toBeUndefined()

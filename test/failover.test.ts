@@ -12,13 +12,15 @@ const target = (id: string): Target => ({ model, deployment: { id } as Deploymen
 
 const policy: RetryPolicy = { maxAttempts: 4, backoffBaseMs: 100, backoffCapMs: 1000, maxRetryWaitMs: 2000 }
 
-const healthDouble = (closed: (id: string) => boolean = () => true) => {
+/** `askedWhenCalled`: its circuits answer when asked (as HealthPg's do), not when the answer's effect runs. */
+const healthDouble = (closed: (id: string) => boolean = () => true, askedWhenCalled = false) => {
   const recorded: Array<Outcome> = []
   const asked: Array<string> = []
   const health = {
     record: (outcome: Outcome) => Effect.sync(() => void recorded.push(outcome)),
     view: () => { throw new Error("not used") },
-    admits: (id: string) => Effect.sync(() => (asked.push(id), closed(id)))
+    admits: (id: string) =>
+      askedWhenCalled ? (asked.push(id), Effect.succeed(closed(id))) : Effect.sync(() => (asked.push(id), closed(id)))
   } as unknown as Health["Type"]
   return { asked, health, recorded }
 }
@@ -56,6 +58,24 @@ describe("failover", () => {
       expect(answered.attempts.map((a) => a.outcome)).toEqual(["error", "timeout", "error", "ok"])
       // Each deployment is blamed once per call, however often it was retried.
       expect(recorded.map((outcome) => outcome.deployment)).toEqual(["a", "b"])
+    }))
+
+  it.effect("on the clock it is given, makes its first try when called, and asks a retry's circuit only after the backoff", () =>
+    Effect.gen(function*() {
+      const { asked, health } = healthDouble(() => true, true)
+      const { attempt, calls } = scripted({ a: [failure("status", 503)], b: [failure("connection")] })
+      const clock = yield* Effect.clock
+      const answering = firstThatAnswers([target("a"), target("b")], { ...policy, clock }, health, attempt, () => 1)
+      // Asked as the call was made, not when its effect runs (a step saved on every call).
+      expect(asked).toEqual(["a"])
+      const fiber = yield* Effect.fork(answering)
+      yield* TestClock.adjust(99)
+      expect(asked).toEqual(["a", "b"])
+      yield* TestClock.adjust(1)
+      const answered = yield* Fiber.join(fiber)
+      expect(answered.value).toBe("a")
+      expect(asked).toEqual(["a", "b", "a"])
+      expect(calls).toEqual(["a", "b", "a"])
     }))
 
   it.effect("stops at once on a refusal of the request itself, and blames nobody", () =>

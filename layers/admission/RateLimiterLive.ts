@@ -9,7 +9,7 @@
  * when its scope closes; a process that dies leaves permits that expire.
  * The bootstrap operator key (no account) is never limited.
  */
-import { Clock, Context, DefaultServices, Effect, Exit, type Fiber, FiberSet, Layer, Option, type Scope } from "effect"
+import { Clock, Effect, Exit, type Fiber, FiberSet, Layer, Option, type Scope } from "effect"
 import { type RateLimited, ServiceUnavailable } from "../../services/ApiError.ts"
 import type { Principal } from "../../services/ApiKeys.ts"
 import { AppConfig } from "../../services/Config.ts"
@@ -32,6 +32,7 @@ import { makePermits } from "./permits.ts"
 import { outageLog } from "./storeOutageLog.ts"
 import { bucketsShort, retryLater } from "./limitRefusal.ts"
 import { windowState } from "./tokenBucket.ts"
+import { clockOf } from "../telemetry/stageSpan.ts"
 
 const MINUTE_MS = 60_000
 
@@ -253,7 +254,7 @@ export const RateLimiterLive = Layer.scoped(
         // The request's status cell (every call passes here).
         const status = fiber.getFiberRef(currentRateLimits)
         if (status !== null) {
-          const now = Context.get(fiber.getFiberRef(DefaultServices.currentServices), Clock.Clock).unsafeCurrentTimeMillis()
+          const now = clockOf(fiber).unsafeCurrentTimeMillis()
           buckets.forEach((bucket, i) => {
             status[bucket === requests ? "requests" : "tokens"] = windowState(bucket, visible(lease, i, now))
           })

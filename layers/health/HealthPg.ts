@@ -268,21 +268,21 @@ export const HealthPg = Layer.scoped(
         return viewOf(deployment, breakers.get(deployment), windows.get(deployment)?.stats(at) ?? NOTHING_MEASURED, at)
       },
 
-      admits: (deployment) =>
-        Effect.suspend(() => {
-          const at = now()
-          const row = breakers.get(deployment)
-          const state = stateAt(row, at)
-          if (state !== "half_open") return Effect.succeed(state === "closed")
-          // Someone (maybe a caller of this process) holds the probe, or this process is asking already.
-          if (row!.probeUntil !== null && row!.probeUntil > at) return Effect.succeed(false)
-          if (claiming.has(deployment)) return Effect.succeed(false)
-          return Effect.acquireUseRelease(
-            Effect.sync(() => claiming.add(deployment)),
-            () => claimProbe(deployment),
-            () => Effect.sync(() => claiming.delete(deployment))
-          )
-        })
+      // Asked when called (services/atOnce.ts): every call's first try asks, with no step of its own.
+      admits: (deployment) => {
+        const at = now()
+        const row = breakers.get(deployment)
+        const state = stateAt(row, at)
+        if (state !== "half_open") return Effect.succeed(state === "closed")
+        // Someone (maybe a caller of this process) holds the probe, or this process is asking already.
+        if (row!.probeUntil !== null && row!.probeUntil > at) return Effect.succeed(false)
+        if (claiming.has(deployment)) return Effect.succeed(false)
+        return Effect.acquireUseRelease(
+          Effect.sync(() => claiming.add(deployment)),
+          () => claimProbe(deployment),
+          () => Effect.sync(() => claiming.delete(deployment))
+        )
+      }
     }
   })
 )

@@ -8,12 +8,15 @@
  * stage runs without one: `withSpan` would still make a no-op span, end it,
  * and copy the fiber's services to provide it, about 20 µs a stage.
  */
-import { Effect, type Fiber, FiberRef } from "effect"
+import { Clock, Context, Effect, type Fiber, FiberRef } from "effect"
 
 const NO_STACK = { captureStackTrace: false }
 
 /** The fiber a stage runs in: what it reads of the call (its request id, its record) it reads here, with no step of its own. */
 export type StageFiber = Fiber.RuntimeFiber<unknown, unknown>
+
+/** The fiber's clock (a test's `TestClock` too), read with no step, where `Effect.clockWith` takes one. */
+export const clockOf = (fiber: StageFiber): Clock.Clock => Context.get(fiber.currentDefaultServices, Clock.Clock)
 
 /**
  * A stage made when it runs, in its span: `make` is called inside the span (with traces on) or in

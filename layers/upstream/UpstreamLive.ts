@@ -9,11 +9,13 @@ import { Effect, Layer } from "effect"
 import { AppConfig } from "../../services/Config.ts"
 import { Health } from "../../services/Health.ts"
 import { Upstream } from "../../services/Upstream.ts"
-import { callDeadline, completeWithin } from "./deadline.ts"
+import { callDeadline, completeWithin, deadlineFrom } from "./deadline.ts"
 import { firstThatAnswers } from "./failover.ts"
 import { openStream } from "./openStream.ts"
 import { cappedFor } from "./outputCap.ts"
-import { stageSpan } from "../telemetry/stageSpan.ts"
+import { clockOf, stage, stageSpan } from "../telemetry/stageSpan.ts"
+
+const JSON_STAGE = { "svc.stream": false }
 
 export const UpstreamLive = Layer.effect(
   Upstream,
@@ -23,15 +25,20 @@ export const UpstreamLive = Layer.effect(
     const policy = { ...routing.retry, faultCooldownSeconds: routing.health.cooldownSeconds }
 
     return Upstream.of({
+      // Made when the stage runs, on its fiber's clock: the deadline, the first try and its request with no step between.
       complete: (targets, request) =>
-        Effect.flatMap(callDeadline(routing.deadline), (deadline) =>
-          firstThatAnswers(targets, { ...policy, deadlineAt: deadline.deadlineAt }, health, ({ deployment, outputTokens }) =>
+        stage("svc.upstream", (fiber) => {
+          const clock = clockOf(fiber)
+          const deadline = deadlineFrom(clock, routing.deadline)
+          return firstThatAnswers(targets, { ...policy, deadlineAt: deadline.deadlineAt, clock }, health, ({ deployment, outputTokens }) =>
             completeWithin(
               deployment.adapter,
               { request: cappedFor(request, outputTokens), upstreamModel: deployment.upstreamModel },
               deployment.provider.timeoutMs,
-              deadline
-            ))).pipe(stageSpan("svc.upstream", { "svc.stream": false })),
+              deadline,
+              clock
+            ))
+        }, JSON_STAGE),
       stream: (targets, request) =>
         Effect.flatMap(Effect.scope, (scope) =>
           Effect.flatMap(callDeadline(routing.deadline), (deadline) =>

@@ -28,18 +28,24 @@ export interface CallDeadline {
   readonly streamIdleMs: number
 }
 
-/** The call's deadline, starting now (read off the clock in one step: every call makes one). */
-export const callDeadline = (settings: { readonly callMs: number; readonly streamIdleMs: number }) =>
-  Effect.clockWith((clock) =>
-    Effect.succeed<CallDeadline>({
-      deadlineAt: clock.unsafeCurrentTimeMillis() + settings.callMs,
-      streamIdleMs: settings.streamIdleMs
-    })
-  )
+type DeadlineSettings = { readonly callMs: number; readonly streamIdleMs: number }
 
-/** When an attempt starting now must end: its `timeoutMs`, or the call's deadline if sooner. */
+/** The call's deadline, starting now on `clock`. */
+export const deadlineFrom = (clock: Clock.Clock, settings: DeadlineSettings): CallDeadline => ({
+  deadlineAt: clock.unsafeCurrentTimeMillis() + settings.callMs,
+  streamIdleMs: settings.streamIdleMs
+})
+
+/** The call's deadline, starting now (read off the fiber's clock in one step). */
+export const callDeadline = (settings: DeadlineSettings) => Effect.clockWith((clock) => Effect.succeed(deadlineFrom(clock, settings)))
+
+/** When an attempt starting now on `clock` must end: its `timeoutMs`, or the call's deadline if sooner. */
+const endOf = (clock: Clock.Clock, timeoutMs: number, deadline: CallDeadline) =>
+  Math.min(clock.unsafeCurrentTimeMillis() + timeoutMs, deadline.deadlineAt)
+
+/** `endOf` on the fiber's clock. */
 export const attemptEnd = (timeoutMs: number, deadline: CallDeadline) =>
-  Effect.clockWith((clock) => Effect.succeed(Math.min(clock.unsafeCurrentTimeMillis() + timeoutMs, deadline.deadlineAt)))
+  Effect.clockWith((clock) => Effect.succeed(endOf(clock, timeoutMs, deadline)))
 
 /** The clock a runtime has unless a test swaps it for another (a `TestClock`): its timers are `setTimeout`s. */
 const liveClock = Effect.runSync(Effect.clock)
@@ -51,55 +57,54 @@ const liveClock = Effect.runSync(Effect.clock)
  * stop, which cost a JSON call more than its whole upstream request (docs/performance.md). Under
  * another clock (a `TestClock`) it is `Effect.timeoutFail`, so tests drive it as before.
  */
-export const endingBy = <A, E, R>(effect: Effect.Effect<A, E, R>, endAt: number): Effect.Effect<A, E | UpstreamFailure, R> =>
-  Effect.flatMap(Effect.clock, (clock) => {
-    const ms = Math.max(0, endAt - clock.unsafeCurrentTimeMillis())
-    const expired = () => timedOut("the attempt ran out of time", ms)
-    if (clock !== liveClock) return Effect.timeoutFail(effect, { duration: ms, onTimeout: expired })
-    if (ms > LONGEST_TIMER_MS) return effect
-    // The work is this fiber's child: interrupting the caller interrupts it, and waits for it to stop.
-    return Effect.flatMap(Effect.fork(effect), (work) =>
-      Effect.async<A, E | UpstreamFailure>((resume) => {
-        const ended = (exit: Exit.Exit<A, E>) => {
-          clearTimeout(timer)
-          resume(exit)
-        }
-        const timer = setTimeout(() => {
-          work.removeObserver(ended)
-          resume(Effect.zipRight(Fiber.interrupt(work), Effect.fail(expired())))
-        }, ms)
-        work.addObserver(ended)
-        return Effect.sync(() => {
-          clearTimeout(timer)
-          work.removeObserver(ended)
-        })
-      }))
-  })
+export const endingBy = <A, E, R>(effect: Effect.Effect<A, E, R>, endAt: number, clock: Clock.Clock): Effect.Effect<A, E | UpstreamFailure, R> => {
+  const ms = Math.max(0, endAt - clock.unsafeCurrentTimeMillis())
+  const expired = () => timedOut("the attempt ran out of time", ms)
+  if (clock !== liveClock) return Effect.timeoutFail(effect, { duration: ms, onTimeout: expired })
+  if (ms > LONGEST_TIMER_MS) return effect
+  // The work is this fiber's child: interrupting the caller interrupts it, and waits for it to stop.
+  return Effect.flatMap(Effect.fork(effect), (work) =>
+    Effect.async<A, E | UpstreamFailure>((resume) => {
+      const ended = (exit: Exit.Exit<A, E>) => {
+        clearTimeout(timer)
+        resume(exit)
+      }
+      const timer = setTimeout(() => {
+        work.removeObserver(ended)
+        resume(Effect.zipRight(Fiber.interrupt(work), Effect.fail(expired())))
+      }, ms)
+      work.addObserver(ended)
+      return Effect.sync(() => {
+        clearTimeout(timer)
+        work.removeObserver(ended)
+      })
+    }))
+}
 
 /** A whole attempt (an answer read to its end) within `timeoutMs` and the call's deadline. */
 export const withinAttempt = <A, E, R>(effect: Effect.Effect<A, E, R>, timeoutMs: number, deadline: CallDeadline) =>
-  Effect.flatMap(attemptEnd(timeoutMs, deadline), (endAt) => endingBy(effect, endAt))
+  Effect.clockWith((clock) => endingBy(effect, endOf(clock, timeoutMs, deadline), clock))
 
 /** Whether `adapter` keeps its calls' deadlines itself here: only on the live clock (under a `TestClock`, tests drive the time). */
 const keptBy = (adapter: ProviderAdapter, clock: Clock.Clock) => adapter.keepsDeadline === true && clock === liveClock
 
 /**
- * A whole completion within `timeoutMs` and the call's deadline. An adapter that keeps the deadline
- * itself is told when to end: no fiber and no second timer per attempt (docs/performance.md).
- * Others are timed by `endingBy`.
+ * A whole completion within `timeoutMs` and the call's deadline, on `clock` (the caller's fiber's),
+ * made when called. An adapter that keeps the deadline itself is told when to end: no fiber and no
+ * second timer per attempt (docs/performance.md). Others are timed by `endingBy`.
  */
 export const completeWithin = (
   adapter: ProviderAdapter,
   call: UpstreamCall,
   timeoutMs: number,
-  deadline: CallDeadline
-): Effect.Effect<UpstreamCompletion, AdapterFailure> =>
-  Effect.clockWith((clock) => {
-    const endAt = Math.min(clock.unsafeCurrentTimeMillis() + timeoutMs, deadline.deadlineAt)
-    return keptBy(adapter, clock)
-      ? adapter.complete({ ...call, deadline: { endAt, streamIdleMs: deadline.streamIdleMs } })
-      : endingBy(adapter.complete(call), endAt)
-  })
+  deadline: CallDeadline,
+  clock: Clock.Clock
+): Effect.Effect<UpstreamCompletion, AdapterFailure> => {
+  const endAt = endOf(clock, timeoutMs, deadline)
+  return keptBy(adapter, clock)
+    ? adapter.complete({ ...call, deadline: { endAt, streamIdleMs: deadline.streamIdleMs } })
+    : endingBy(adapter.complete(call), endAt, clock)
+}
 
 /** Whether `adapter` keeps its calls' deadlines itself here (see `keptBy`). */
 export const keepsOwnDeadline = (adapter: ProviderAdapter) => Effect.map(Effect.clock, (clock) => keptBy(adapter, clock))
