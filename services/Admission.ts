@@ -4,7 +4,7 @@
  * request judged beyond its schema: sealed messages opened, the privacy
  * envelope read, the input counted once for everything after.
  */
-import { Context, type Effect, type Scope } from "effect"
+import { Context, type Effect, type Fiber, type Scope } from "effect"
 import type { InvalidRequest, RateLimited, ServiceUnavailable } from "./ApiError.ts"
 import type { Principal } from "./ApiKeys.ts"
 import type { ChatRequest } from "./Chat.ts"
@@ -37,11 +37,16 @@ export interface AdmittedEmbeddings {
 /** Why admission may refuse a call beyond its content: a rate limit, or the limiter's store is down. */
 export type AdmissionRefusal = RateLimited | ServiceUnavailable
 
-/** Admission holds the call's concurrency permit until the scope closes. */
+/**
+ * Admission holds the call's concurrency permit until the scope closes. Given `fiber`, the one the
+ * caller runs a step of now, a chat call is admitted when called, in that step: an answer known at
+ * once is then an Exit (services/atOnce.ts).
+ */
 export class Admission extends Context.Tag("svc/Admission")<Admission, {
   readonly chat: (
     request: ChatRequest,
-    principal: Principal
+    principal: Principal,
+    fiber?: Fiber.RuntimeFiber<unknown, unknown>
   ) => Effect.Effect<AdmittedChat, InvalidRequest | AdmissionRefusal, Scope.Scope>
   readonly embeddings: (
     request: EmbeddingsRequest,

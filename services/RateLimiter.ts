@@ -6,7 +6,7 @@
  * the embedded database. The state of the current request's windows is left
  * in `currentRateLimits`, for the edge to send as `x-ratelimit-*` headers.
  */
-import { Context, Data, type Effect, FiberRef, type Scope } from "effect"
+import { Context, Data, type Effect, type Fiber, FiberRef, type Scope } from "effect"
 import { globalValue } from "effect/GlobalValue"
 import type { RateLimited, ServiceUnavailable } from "./ApiError.ts"
 import type { Principal } from "./ApiKeys.ts"
@@ -43,10 +43,13 @@ export class RateLimiter extends Context.Tag("svc/RateLimiter")<RateLimiter, {
   /**
    * Counts a call of `principal` estimated at `tokens` against its limits, or refuses it. A
    * permit of the account's concurrency cap is held until the scope closes, however the call ends.
+   * Given `fiber`, the one the caller runs a step of now, it counts when called, in that step: an
+   * answer known at once is then an Exit (services/atOnce.ts).
    */
   readonly admit: (
     principal: Principal,
-    tokens: number
+    tokens: number,
+    fiber?: Fiber.RuntimeFiber<unknown, unknown>
   ) => Effect.Effect<RateLimitTicket, RateLimited | ServiceUnavailable, Scope.Scope>
 }>() {}
 

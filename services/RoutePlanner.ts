@@ -5,7 +5,7 @@
  * floor, open circuits left out, cheapest upstream first), with the amount to
  * hold. A plan is a value: nothing is reserved or sent here.
  */
-import { Context, type Effect } from "effect"
+import { Context, type Effect, type Fiber } from "effect"
 import type {
   ContextLengthExceeded,
   InvalidRequest,
@@ -49,5 +49,6 @@ export type PlanError =
   | UpstreamError
 
 export class RoutePlanner extends Context.Tag("svc/RoutePlanner")<RoutePlanner, {
-  readonly plan: (call: AdmittedChat) => Effect.Effect<Route, PlanError>
+  /** Given `fiber`, the one the caller runs a step of now, planned when called (services/atOnce.ts). */
+  readonly plan: (call: AdmittedChat, fiber?: Fiber.RuntimeFiber<unknown, unknown>) => Effect.Effect<Route, PlanError>
 }>() {}

@@ -16,7 +16,7 @@ import { SealedPrompts } from "../../services/SealedPrompts.ts"
 import { mapAtOnce, thenAtOnce } from "../../services/atOnce.ts"
 import { withOpenMessages } from "./requestMessages.ts"
 import { checkToolChoice } from "./requestTools.ts"
-import { stage, stageSpan } from "../telemetry/stageSpan.ts"
+import { stageOn, stageSpan } from "../telemetry/stageSpan.ts"
 
 export const AdmissionLive = Layer.effect(
   Admission,
@@ -27,14 +27,14 @@ export const AdmissionLive = Layer.effect(
     const limiter = yield* RateLimiter
     return Admission.of({
       // Stages that answer at once, chained without a step each (services/atOnce.ts): every chat call runs it.
-      chat: (sent, principal) =>
-        stage("svc.admission", () =>
+      chat: (sent, principal, given) =>
+        stageOn(given, "svc.admission", (fiber) =>
           thenAtOnce(withOpenMessages(sealedPrompts, sent), (request) =>
             thenAtOnce(checkToolChoice(request), () =>
               thenAtOnce(privacyPolicy.ask(request), (privacy) =>
                 thenAtOnce(pricing.countInputFairly(request), (inputTokens) =>
                   mapAtOnce(
-                    limiter.admit(principal, inputTokens + (requestedMaxTokens(request) ?? 0)),
+                    limiter.admit(principal, inputTokens + (requestedMaxTokens(request) ?? 0), fiber),
                     (rateLimit) => ({ principal, request, privacy, inputTokens, rateLimit })
                   )))))),
       embeddings: (request, principal) =>

@@ -278,15 +278,18 @@ export const RateLimiterLive = Layer.scoped(
       })
     }
 
+    /** Counts the call running in `fiber` when called (a step of that fiber). */
+    const admitIn = (fiber: Fiber.RuntimeFiber<unknown, unknown>, principal: Principal, tokens: number) => {
+      if (principal.accountId === null) return Effect.succeed(unlimited)
+      const cap = principal.concurrency ?? defaults.concurrency
+      const permitted = cap === undefined ? Effect.void : atStore(permit(fiber, principal, principal.accountId, cap))
+      return thenAtOnce(permitted, () => countCall(fiber, principal, tokens))
+    }
+
     return RateLimiter.of({
       // Made when it runs, its parts chained without a step each when they answer at once (services/atOnce.ts).
-      admit: (principal, tokens) =>
-        Effect.withFiberRuntime((fiber) => {
-          if (principal.accountId === null) return Effect.succeed(unlimited)
-          const cap = principal.concurrency ?? defaults.concurrency
-          const permitted = cap === undefined ? Effect.void : atStore(permit(fiber, principal, principal.accountId, cap))
-          return thenAtOnce(permitted, () => countCall(fiber, principal, tokens))
-        })
+      admit: (principal, tokens, fiber) =>
+        fiber === undefined ? Effect.withFiberRuntime((fiber) => admitIn(fiber, principal, tokens)) : admitIn(fiber, principal, tokens)
     })
   })
 )

@@ -33,7 +33,7 @@ import { makeSettlementQueue } from "./settlementQueue.ts"
 import { billableUsage } from "./usageCheck.ts"
 import { SettlementJournal } from "../../services/SettlementJournal.ts"
 import { acquirePlainRelease } from "../../plugins/support/plainRelease.ts"
-import { inStage, stage, type StageFiber } from "../telemetry/stageSpan.ts"
+import { inStage, stage, type StageFiber, stageOn } from "../telemetry/stageSpan.ts"
 import { mapAtOnce, mapBothAtOnce, thenAtOnce } from "../../services/atOnce.ts"
 
 /** The longest a read waits for the settlements queued before it (the database may be away). */
@@ -284,7 +284,7 @@ export const BillingLive = Layer.scoped(
           if (warning === undefined) return settledBy(fiber, held, bill, recordAfter, later)
           return Effect.zipRight(warning, Effect.suspend(() => settledBy(fiber, held, bill, recordAfter, later)))
         }
-        return fiber === undefined ? stage("svc.billing.settle", settling) : inStage(fiber, "svc.billing.settle", settling)
+        return stageOn(fiber, "svc.billing.settle", settling)
       },
       release,
       drained,

@@ -30,6 +30,8 @@ import { ensuringPulled } from "../../services/pulledStream.ts"
 import { type Route, RoutePlanner } from "../../services/RoutePlanner.ts"
 import { Transcripts } from "../../services/Transcripts.ts"
 import { Upstream } from "../../services/Upstream.ts"
+import { thenAtOnce } from "../../services/atOnce.ts"
+import type { StageFiber } from "../telemetry/stageSpan.ts"
 import { toApiError } from "../upstream/upstreamErrors.ts"
 import { estimatedUsage, toldUsage } from "./chatSettlement.ts"
 import { endingBeforeLater } from "./afterAnswer.ts"
@@ -55,22 +57,24 @@ export const ChatGatewayLive = Layer.effect(
     const completionServices = { ...streamServices, privacyPolicy, ids }
 
     const stages = { admission, planner, recorder }
-    const admitted = (sent: ChatRequest, principal: Principal) => plannedCall(stages, sent, principal)
+    const admitted = (sent: ChatRequest, principal: Principal, fiber?: StageFiber) => plannedCall(stages, sent, principal, 0, fiber)
     const failed = (call: AdmittedChat, route: Route) => routesFailed(recorder, call, route)
 
     return ChatGateway.of({
+      // Admitted and planned in the call's step (its fiber given): no step between the stages.
       complete: (sent, principal) =>
-        Effect.flatMap(admitted(sent, principal), ({ call, route }) =>
-          billing.withHoldDuring(
-            principal,
-            route.amount,
-            upstream.complete(route.targets, call.request).pipe(Effect.catchAll(failed(call, route))),
-            (hold, answered) =>
-              // What the answer does not wait for runs as the caller's scope closes: once it is written.
-              endingBeforeLater((later, fiber) =>
-                endCompletion(completionServices, { admitted: call, route, hold }, answered, undefined, later, fiber)
-              )
-          )),
+        Effect.withFiberRuntime((fiber) =>
+          thenAtOnce(admitted(sent, principal, fiber), ({ call, route }) =>
+            billing.withHoldDuring(
+              principal,
+              route.amount,
+              upstream.complete(route.targets, call.request).pipe(Effect.catchAll(failed(call, route))),
+              (hold, answered) =>
+                // What the answer does not wait for runs as the caller's scope closes: once it is written.
+                endingBeforeLater((later, fiber) =>
+                  endCompletion(completionServices, { admitted: call, route, hold }, answered, undefined, later, fiber)
+                )
+            ))),
 
       stream: (sent, principal) =>
         Effect.gen(function*() {

@@ -23,7 +23,7 @@ import { orderDeployments } from "./deploymentOrder.ts"
 import { marginFloors, meetsFloor } from "./marginFloor.ts"
 import { shapeOf } from "./requestShape.ts"
 import { planRoute, type RoutePlan } from "./routePlan.ts"
-import { stage } from "../telemetry/stageSpan.ts"
+import { stageOn } from "../telemetry/stageSpan.ts"
 
 /** Output tokens a request is expected to produce when it sets no maximum (for ranking, not for the hold). */
 const EXPECTED_OUTPUT_TOKENS = 500
@@ -84,8 +84,8 @@ export const RoutePlannerLive = Layer.effect(
 
     return RoutePlanner.of({
       // Made when it runs, its parts chained without a step each when they answer at once (services/atOnce.ts).
-      plan: ({ inputTokens, privacy: ask, request }) =>
-        stage("svc.route_plan", () => {
+      plan: ({ inputTokens, privacy: ask, request }, fiber) =>
+        stageOn(fiber, "svc.route_plan", () => {
           const shape = shapeOf(request, inputTokens)
           const expectedOutput = shape.requestedOutput ?? EXPECTED_OUTPUT_TOKENS
           const candidates = candidateOf(catalogue, health, pricing, inputTokens, expectedOutput)

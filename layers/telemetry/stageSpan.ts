@@ -44,6 +44,14 @@ export const inStage = <A, E, R>(
   return Effect.withSpan(Effect.suspend(() => make(fiber)), name, options)
 }
 
+/** `inStage` in `fiber` when the caller runs a step of it now, else `stage` (made when it runs). */
+export const stageOn = <A, E, R>(
+  fiber: StageFiber | undefined,
+  name: string,
+  make: (fiber: StageFiber) => Effect.Effect<A, E, R>,
+  attributes?: Record<string, unknown>
+): Effect.Effect<A, E, R> => fiber === undefined ? stage(name, make, attributes) : inStage(fiber, name, make, attributes)
+
 /** An effect already made, as a stage in its span. */
 export const stageSpan = (name: string, attributes?: Record<string, unknown>) =>
 <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => stage(name, () => effect, attributes)
