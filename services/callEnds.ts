@@ -69,18 +69,15 @@ export const runCallEnds = (call: CallEnds, exit: Exit.Exit<unknown, unknown>): 
   })
 
 /**
- * `Effect.scoped` for an effect that is its fiber's whole life (the chat lane forks each call in a
- * fiber with an empty context): the scope becomes the fiber's context once, where `Effect.scoped`
- * provides it for a region and restores the context after it, which costs a call more than the
- * rest of its scope. Made before its close is arranged, as `Effect.scoped` does: a scope still
- * empty holds nothing to release. The call's `ends` (the fiber's `currentCallEnds`) run once the
- * scope is closed: what went on the scope came later than they (the upstream's body, say).
+ * `Effect.scoped` for an effect that is its fiber's whole life, in `scope`, which the caller made
+ * beforehand and set as the fiber's context (the chat lane: src/http/lane/freshScopes.ts), where
+ * `Effect.scoped` makes one in a step of its own and provides it for a region, restoring the
+ * context after it, which costs a call more than the rest of its scope. The call's `ends` (the
+ * fiber's `currentCallEnds`) run once the scope is closed: what went on the scope came later than
+ * they (the upstream's body, say).
  */
-export const inCallScope = (ends: CallEnds) => <A, E>(effect: Effect.Effect<A, E, Scope.Scope>): Effect.Effect<A, E> =>
-  Effect.flatMap(Scope.make(), (scope) => {
-    ends.scope = scope
-    return Effect.onExit(
-      Effect.zipRight(FiberRef.set(FiberRef.currentContext, Context.make(Scope.Scope, scope)), effect as Effect.Effect<A, E>),
-      (exit) => Effect.zipRight(Scope.close(scope, exit), runCallEnds(ends, exit))
-    )
-  })
+export const inCallScope = (ends: CallEnds, scope: Scope.CloseableScope) =>
+<A, E>(effect: Effect.Effect<A, E, Scope.Scope>): Effect.Effect<A, E> => {
+  ends.scope = scope
+  return Effect.onExit(effect as Effect.Effect<A, E>, (exit) => Effect.zipRight(Scope.close(scope, exit), runCallEnds(ends, exit)))
+}

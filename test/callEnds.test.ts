@@ -8,9 +8,10 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Logger, Scope } from "effect"
 import { atCallEnd, type CallEnd, type CallEnds, currentCallEnds, emptyCallEnds, inCallScope } from "../services/callEnds.ts"
 
-/** `effect` as the chat lane runs a call: in its own scope, with its ends. */
+/** `effect` as the chat lane runs a call: in its own scope, made beforehand and in its context, with its ends. */
 const asCall = <A, E>(ends: CallEnds, effect: Effect.Effect<A, E, Scope.Scope>) =>
-  Effect.locally(inCallScope(ends)(effect), currentCallEnds, ends)
+  Effect.flatMap(Scope.make(), (scope) =>
+    inCallScope(ends, scope)(effect).pipe(Effect.provideService(Scope.Scope, scope), Effect.locally(currentCallEnds, ends)))
 
 /** Puts `end` down from the running fiber, answering whether that took no step (an Exit). */
 const putDown = (end: CallEnd) =>

@@ -13,7 +13,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { HttpServerResponse } from "@effect/platform"
 import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
-import { Context, Effect, FiberId, FiberRefs, Layer, ParseResult, Runtime, RuntimeFlags, Schema } from "effect"
+import { Context, Effect, FiberId, FiberRef, FiberRefs, Layer, ParseResult, Runtime, RuntimeFlags, Schema, Scope } from "effect"
 import { codeOf, currentRequestId, envelopeOf, statusOf } from "../../../services/ApiError.ts"
 import { thenAtOnce } from "../../../services/atOnce.ts"
 import { type CallEnds, currentCallEnds, emptyCallEnds, inCallScope } from "../../../services/callEnds.ts"
@@ -32,6 +32,7 @@ import { checkedJson } from "../checkedJson.ts"
 import { toApiError } from "../Edge.ts"
 import { addRateLimitHeaders } from "../rateLimitHeaders.ts"
 import { principalOf } from "../SecurityLive.ts"
+import { freshScopes } from "./freshScopes.ts"
 import { laneScheduler } from "./laneScheduler.ts"
 import { ServerWithLane } from "./laneServer.ts"
 import { plainChatRequest } from "./plainChatRequest.ts"
@@ -85,6 +86,7 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
     })
   )
   const errorOf = toApiError(maxBodyBytes, database)
+  const nextScope = freshScopes()
 
   /**
    * What the API's handler would answer, errors included (as the edge and HttpApi encode them): the
@@ -104,12 +106,13 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
         return plain !== undefined ? withPayload(plain) : Effect.flatMap(decodedAsTheApp(decodePayload(json)), withPayload)
       }))
 
-  /** A call's own fiber refs (its request id, monitoring cell, rate-limit status and ends), set as its fiber is made. */
+  /** A call's own fiber refs (its request id, monitoring cell, rate-limit status, ends and scope), set as its fiber is made. */
   type CallRefs = {
     readonly requestId: string
     readonly call: ReturnType<typeof openCall>
     readonly limits: RateLimitStatus
     readonly ends: CallEnds
+    readonly scope: Scope.CloseableScope
   }
 
   /** The answer (or the error's envelope), then its head and the call's count, then the body. */
@@ -128,7 +131,7 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
             refs
           )
         })
-    }).pipe(inCallScope(refs.ends))
+    }).pipe(inCallScope(refs.ends, refs.scope))
 
   const written = (
     response: ServerResponse,
@@ -163,8 +166,14 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
     if (crossOrigin && request.headers.origin !== undefined) return false
     readBody(request, (text) => {
       const requestId = ids.make("req")
-      const refs: CallRefs = { requestId, call: openCall(stats, metrics, requestId, clock), limits: {}, ends: emptyCallEnds() }
-      // One copy of the new fiber's refs with all four, where a `FiberRef.set` each in the fiber copies them each time.
+      const refs: CallRefs = {
+        requestId,
+        call: openCall(stats, metrics, requestId, clock),
+        limits: {},
+        ends: emptyCallEnds(),
+        scope: nextScope()
+      }
+      // One copy of the new fiber's refs with all five, where a `FiberRef.set` each in the fiber copies them each time.
       const fiber = runFork(serve(request, response, text, refs), {
         scheduler: laneScheduler,
         updateRefs: (fiberRefs, fiberId) =>
@@ -173,7 +182,8 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
               [currentRequestId, [[fiberId, requestId]]],
               [currentCall, [[fiberId, refs.call.facts]]],
               [currentRateLimits, [[fiberId, refs.limits]]],
-              [currentCallEnds, [[fiberId, refs.ends]]]
+              [currentCallEnds, [[fiberId, refs.ends]]],
+              [FiberRef.currentContext, [[fiberId, Context.make(Scope.Scope, refs.scope)]]]
             ]
           })
       })
