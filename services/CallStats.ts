@@ -84,7 +84,7 @@ export interface CallWindow {
 }
 
 export class CallStats extends Context.Tag("svc/CallStats")<CallStats, {
-  /** Counts a call (in memory; written by the next flush). */
+  /** Counts a call (in memory; written by the next flush). It may count when called (services/atOnce.ts): call it where it is to run. */
   readonly record: (call: FinishedCall) => Effect.Effect<void>
   /** Writes what was counted since the last flush (also run periodically and at stop). */
   readonly flush: Effect.Effect<void>

@@ -106,15 +106,15 @@ export const CallStatsPg = Layer.scoped(
     yield* Effect.addFinalizer(() => flush)
 
     return CallStats.of({
-      record: (call) =>
-        Effect.suspend(() => {
-          buckets.add(call)
-          if (waiting.length < MAX_WAITING_RECORDS) {
-            waiting.push(call)
-            return Effect.void
-          }
-          return Effect.logWarning("monitoring: too many call records waiting for the database; this one is dropped")
-        }),
+      // Counted when called (services/atOnce.ts): every call's record, with no step of its own.
+      record: (call) => {
+        buckets.add(call)
+        if (waiting.length < MAX_WAITING_RECORDS) {
+          waiting.push(call)
+          return Effect.void
+        }
+        return Effect.logWarning("monitoring: too many call records waiting for the database; this one is dropped")
+      },
       flush,
       window: (accountId, windowMs) =>
         Effect.gen(function*() {

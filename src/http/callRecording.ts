@@ -11,11 +11,12 @@
  * latency, cost; never a prompt), JSON in production (src/start/logFormat.ts).
  */
 import { HttpApp, HttpBody, HttpServerResponse } from "@effect/platform"
-import { type Clock, Effect, FiberRef, Option, Stream } from "effect"
+import { type Clock, Effect, type Fiber, FiberRef, Option, Stream } from "effect"
 import { type CallFacts, type CallStats, currentCall } from "../../services/CallStats.ts"
 import { formatUsd } from "../../services/Money.ts"
 import type { Metrics } from "../../services/Metrics.ts"
-import { logRequestLine, RequestLine } from "./requestLine.ts"
+import { logRequestLineIn, RequestLine } from "./requestLine.ts"
+import { thenAtOnce } from "../../services/atOnce.ts"
 import { routeOf } from "./routeNames.ts"
 
 /** Paths are kept this long at most (a hostile caller's path is not stored whole). */
@@ -38,53 +39,57 @@ export const openCall = (
 ) => {
   const startedAt = clock.unsafeCurrentTimeMillis()
   const facts: CallFacts = { inputTokens: 0, outputTokens: 0, spend: 0n }
-  const count = (method: string, url: string, status: number, ttftMs: number | undefined) =>
-    Effect.suspend(() => {
-      const now = clock.unsafeCurrentTimeMillis()
-      const route = routeOf(url)
-      if (Option.isSome(metrics)) {
-        metrics.value.requestEnded({
-          route,
-          method,
-          status,
-          model: facts.model ?? "none",
-          privacyClass: facts.privacyClass ?? "none"
-        }, (now - startedAt) / 1000)
-      }
-      const accountId = facts.accountId
-      const logged = logRequestLine(
-        new RequestLine({
-          request_id: requestId,
-          key_id: facts.keyId ?? null,
-          account_id: accountId ?? null,
-          method,
-          route,
-          status,
-          code: status >= 400 ? facts.code ?? null : null,
-          latency_ms: now - startedAt,
-          ttft_ms: ttftMs ?? null,
-          model: facts.model ?? null,
-          cost_usd: formatUsd(facts.spend)
-        }),
-        now
-      )
-      if (accountId === undefined || method !== "POST") return logged
-      return Effect.zipRight(logged, stats.record({
-        requestId,
-        accountId,
-        keyId: facts.keyId,
-        endpoint: pathOf(url),
+  /** Counts the request when called: in a step of `fiber` (an Exit when all of it is done then). */
+  const countIn = (fiber: Fiber.RuntimeFiber<unknown, unknown>, method: string, url: string, status: number, ttftMs: number | undefined) => {
+    const now = clock.unsafeCurrentTimeMillis()
+    const route = routeOf(url)
+    if (Option.isSome(metrics)) {
+      metrics.value.requestEnded({
+        route,
+        method,
         status,
-        code: status >= 400 ? facts.code : undefined,
-        latencyMs: now - startedAt,
-        ttftMs,
-        inputTokens: facts.inputTokens,
-        outputTokens: facts.outputTokens,
-        spend: facts.spend,
-        endedAt: now
-      }))
-    })
-  return { facts, startedAt, count }
+        model: facts.model ?? "none",
+        privacyClass: facts.privacyClass ?? "none"
+      }, (now - startedAt) / 1000)
+    }
+    const accountId = facts.accountId
+    const logged = logRequestLineIn(
+      fiber,
+      new RequestLine({
+        request_id: requestId,
+        key_id: facts.keyId ?? null,
+        account_id: accountId ?? null,
+        method,
+        route,
+        status,
+        code: status >= 400 ? facts.code ?? null : null,
+        latency_ms: now - startedAt,
+        ttft_ms: ttftMs ?? null,
+        model: facts.model ?? null,
+        cost_usd: formatUsd(facts.spend)
+      }),
+      now
+    )
+    if (accountId === undefined || method !== "POST") return logged
+    return thenAtOnce(logged, () => stats.record({
+      requestId,
+      accountId,
+      keyId: facts.keyId,
+      endpoint: pathOf(url),
+      status,
+      code: status >= 400 ? facts.code : undefined,
+      latencyMs: now - startedAt,
+      ttftMs,
+      inputTokens: facts.inputTokens,
+      outputTokens: facts.outputTokens,
+      spend: facts.spend,
+      endedAt: now
+    }))
+  }
+  /** Counts the request once the count runs (a stream's, at its end). */
+  const count = (method: string, url: string, status: number, ttftMs: number | undefined) =>
+    Effect.withFiberRuntime((fiber) => countIn(fiber, method, url, status, ttftMs))
+  return { facts, startedAt, count, countIn }
 }
 
 /** Opens the request's cell and arranges for the request to be counted when its answer is sent. */

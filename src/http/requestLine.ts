@@ -11,7 +11,7 @@
  * loggers and formats the fiber id through a hash set, which cost a call more
  * than writing the line itself (docs/performance.md). The line is the same.
  */
-import { Context, Effect, type FiberId, FiberRef, HashMap, List, LogLevel, Option, Tracer } from "effect"
+import { Context, Effect, type Fiber, type FiberId, FiberRef, HashMap, List, LogLevel, Option, Tracer } from "effect"
 
 export class RequestLine {
   constructor(readonly fields: Readonly<Record<string, string | number | null>>) {}
@@ -38,14 +38,17 @@ export const requestLineSink = FiberRef.unsafeMake<RequestLineSink | undefined>(
  * it as an event of), else with `Effect.logInfo`.
  */
 export const logRequestLine = (line: RequestLine, nowMs: number): Effect.Effect<void> =>
-  Effect.withFiberRuntime((fiber) => {
-    const sink = fiber.getFiberRef(requestLineSink)
-    if (
-      sink === undefined || HashMap.size(fiber.getFiberRef(FiberRef.currentLogAnnotations)) > 0 ||
-      List.isCons(fiber.getFiberRef(FiberRef.currentLogSpan)) ||
-      Option.isSome(Context.getOption(fiber.currentContext, Tracer.ParentSpan))
-    ) return Effect.logInfo(line)
-    if (LogLevel.greaterThan(fiber.getFiberRef(FiberRef.currentMinimumLogLevel), LogLevel.Info)) return Effect.void
-    sink(line, new Date(nowMs), fiber.id())
-    return Effect.void
-  })
+  Effect.withFiberRuntime((fiber) => logRequestLineIn(fiber, line, nowMs))
+
+/** `logRequestLine` in a step of `fiber` running now: written when called, through the sink (an Exit then). */
+export const logRequestLineIn = (fiber: Fiber.RuntimeFiber<unknown, unknown>, line: RequestLine, nowMs: number): Effect.Effect<void> => {
+  const sink = fiber.getFiberRef(requestLineSink)
+  if (
+    sink === undefined || HashMap.size(fiber.getFiberRef(FiberRef.currentLogAnnotations)) > 0 ||
+    List.isCons(fiber.getFiberRef(FiberRef.currentLogSpan)) ||
+    Option.isSome(Context.getOption(fiber.currentContext, Tracer.ParentSpan))
+  ) return Effect.logInfo(line)
+  if (LogLevel.greaterThan(fiber.getFiberRef(FiberRef.currentMinimumLogLevel), LogLevel.Info)) return Effect.void
+  sink(line, new Date(nowMs), fiber.id())
+  return Effect.void
+}

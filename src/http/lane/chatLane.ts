@@ -13,7 +13,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { HttpServerResponse } from "@effect/platform"
 import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
-import { Context, Effect, FiberId, FiberRef, FiberRefs, Layer, ParseResult, Runtime, RuntimeFlags, Schema, Scope } from "effect"
+import { Context, Effect, type Fiber, FiberId, FiberRef, FiberRefs, Layer, ParseResult, Runtime, RuntimeFlags, Schema, Scope } from "effect"
 import { codeOf, currentRequestId, envelopeOf, statusOf } from "../../../services/ApiError.ts"
 import { thenAtOnce } from "../../../services/atOnce.ts"
 import { type CallEnds, currentCallEnds, emptyCallEnds, inCallScope } from "../../../services/callEnds.ts"
@@ -115,25 +115,32 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
     readonly scope: Scope.CloseableScope
   }
 
-  /** The answer (or the error's envelope), then its head and the call's count, then the body. */
+  /**
+   * The answer (or the error's envelope), then its head and the call's count, then the body. Made in
+   * the fiber's first step, which a JSON answer's count is done in too, with no step of its own.
+   */
   const serve = (request: IncomingMessage, response: ServerResponse, text: string, refs: CallRefs) =>
-    Effect.matchCauseEffect(answer(request, text, refs.call.facts), {
-      onSuccess: (answered) => written(response, answered, {}, refs),
-      onFailure: (cause) =>
-        Effect.flatMap(errorOf(cause), (error) => {
-          refs.call.facts.code = codeOf(error)
-          return written(
-            response,
-            { status: statusOf(error), headers: {}, body: envelopeOf(error, refs.requestId) },
-            "retryAfterSeconds" in error && error.retryAfterSeconds !== undefined
-              ? { "retry-after": String(error.retryAfterSeconds) }
-              : {},
-            refs
-          )
-        })
-    }).pipe(inCallScope(refs.ends, refs.scope))
+    Effect.withFiberRuntime((fiber) =>
+      Effect.matchCauseEffect(answer(request, text, refs.call.facts), {
+        onSuccess: (answered) => written(fiber, response, answered, {}, refs),
+        onFailure: (cause) =>
+          Effect.flatMap(errorOf(cause), (error) => {
+            refs.call.facts.code = codeOf(error)
+            return written(
+              fiber,
+              response,
+              { status: statusOf(error), headers: {}, body: envelopeOf(error, refs.requestId) },
+              "retryAfterSeconds" in error && error.retryAfterSeconds !== undefined
+                ? { "retry-after": String(error.retryAfterSeconds) }
+                : {},
+              refs
+            )
+          })
+      })
+    ).pipe(inCallScope(refs.ends, refs.scope))
 
   const written = (
+    fiber: Fiber.RuntimeFiber<unknown, unknown>,
     response: ServerResponse,
     answered: ChatAnswer,
     extra: Record<string, string>,
@@ -146,7 +153,7 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
     // Counted (metrics, call record, request line) once the answer is on its way, not before it.
     if (!HttpServerResponse.isServerResponse(answered)) {
       writeJson(response, answered.status, headers, answered.body)
-      return call.count("POST", PATH, answered.status, undefined)
+      return call.countIn(fiber, "POST", PATH, answered.status, undefined)
     }
     if (answered.body._tag !== "Stream") {
       return Effect.zipRight(writeResponse(response, answered, headers), call.count("POST", PATH, answered.status, undefined))
