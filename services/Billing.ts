@@ -99,12 +99,14 @@ export class Billing extends Context.Tag("svc/Billing")<Billing, {
    * `withHold` for a call whose `work` (its upstream request) may start while the hold is being
    * taken, when this process last saw the account with ample balance (layers/billing/
    * holdOverlap.ts); `use` gets the hold and `work`'s result. A hold refused interrupts `work`.
+   * Given `fiber`, the one the caller runs a step of now, it is made when called, in that step.
    */
   readonly withHoldDuring: <A, E, R, B, E2, R2>(
     principal: Principal,
     amount: Nanos,
     work: Effect.Effect<A, E, R>,
-    use: (hold: Hold, result: A) => Effect.Effect<B, E2, R2>
+    use: (hold: Hold, result: A) => Effect.Effect<B, E2, R2>,
+    fiber?: Fiber.RuntimeFiber<unknown, unknown>
   ) => Effect.Effect<B, E | E2 | InsufficientFunds, R | R2>
   /** `hold` with `work` alongside, as `withHoldDuring` does: the hold (for the scope) and `work`'s result. */
   readonly holdDuring: <A, E, R>(

@@ -105,7 +105,11 @@ export interface Receipt extends Omit<Bill, "providerId" | "events"> {
 }
 
 export class Ledger extends Context.Tag("svc/Ledger")<Ledger, {
-  /** Holds `amount` for a call, or fails when the available balance cannot cover it (an event is recorded). */
+  /**
+   * Holds `amount` for a call, or fails when the available balance cannot cover it (an event is
+   * recorded). It may reserve when called, from what this process holds (services/atOnce.ts): call
+   * it where it is to run.
+   */
   readonly reserve: (input: {
     readonly accountId: string
     readonly requestId: string

@@ -14,6 +14,7 @@ import { decodeLine, encodeLine } from "../layers/billing/journalCodec.ts"
 import type { Reservation } from "../services/Ledger.ts"
 import { Ledger } from "../services/Ledger.ts"
 import { parseUsd } from "../services/Money.ts"
+import { isAnswered } from "../services/atOnce.ts"
 import { startGateway, type TestGateway } from "./support/gateway.ts"
 import { heldForCalls, moneyViolations } from "./support/invariants.ts"
 import { billFor } from "./support/ledgerContract.ts"
@@ -202,8 +203,12 @@ describe("credit leases on the database", () => {
     )
     expect(events).toEqual([{ type: "payment.reserved", reason: null }, { type: "payment.released", reason: "call_failed" }])
     expect(await leaseRows(account.id)).toEqual(leasedBefore)
-    // The credit is back in the lease: the next call is held from it.
-    const next = await gateway.run(reserve(account.id, 99))
+    // The credit is back in the lease: the next call is held from it, when called (services/atOnce.ts: no step).
+    const next = await gateway.run(Effect.flatMap(Ledger, (ledger) => {
+      const reserving = ledger.reserve({ accountId: account.id, requestId: "req_99", amount: usd("0.01") })
+      expect(isAnswered(reserving)).toBe(true)
+      return reserving
+    }))
     expect(next.leaseId).toBe(leased.leaseId)
     await gateway.run(Effect.flatMap(Ledger, (ledger) =>
       Effect.forEach([...made.slice(0, -1), next], (reservation) => ledger.release(reservation), { discard: true })))

@@ -20,17 +20,17 @@ import { Cause, Effect, Exit, FiberRef, Layer, Option } from "effect"
 import { currentRequestId, type InsufficientFunds } from "../../services/ApiError.ts"
 import { AppConfig } from "../../services/Config.ts"
 import type { Principal } from "../../services/ApiKeys.ts"
-import { type AfterAnswer, atOnce, Billing, type Hold, type QueuedReceipt, type ServedCall, type Settlement } from "../../services/Billing.ts"
+import { type AfterAnswer, atOnce, Billing, type Hold, type QueuedReceipt, type Settlement } from "../../services/Billing.ts"
 import { type CallFacts, currentCall } from "../../services/CallStats.ts"
 import { DatabaseStatus } from "../../services/DatabaseStatus.ts"
 import { Ids } from "../../services/Ids.ts"
 import { Metrics } from "../../services/Metrics.ts"
 import { type Bill, Ledger, type Receipt, type Reservation, unsettledReceipt } from "../../services/Ledger.ts"
 import type { Nanos } from "../../services/Money.ts"
-import { Pricing, sumOfCosts } from "../../services/Pricing.ts"
+import { Pricing } from "../../services/Pricing.ts"
 import { alongside, makeOverlapHints } from "./holdOverlap.ts"
 import { makeSettlementQueue } from "./settlementQueue.ts"
-import { billableUsage } from "./usageCheck.ts"
+import { checkedBill } from "./servedBill.ts"
 import { SettlementJournal } from "../../services/SettlementJournal.ts"
 import { acquirePlainRelease } from "../../plugins/support/plainRelease.ts"
 import { inStage, stage, type StageFiber, stageOn } from "../telemetry/stageSpan.ts"
@@ -125,40 +125,6 @@ export const BillingLive = Layer.scoped(
     const releaseNow = (hold: Hold) => end(hold) ? Effect.ensuring(ledger.release(hold.reservation), finished) : Effect.void
     const release = (hold: Hold) => Effect.suspend(() => releaseNow(hold))
 
-    const billOf = (call: ServedCall, usage: ServedCall["usage"], invalid: Bill["events"]): Bill => {
-      const cost = pricing.cost(call.model, call.deployment, usage)
-      if (call.before === undefined) return billOfCost(call, usage, invalid, cost)
-      const lineItems = [...call.before, { step: "generation" as const, model: call.model.id, usage, cost }]
-      return { ...billOfCost(call, usage, invalid, sumOfCosts(lineItems.map((item) => item.cost))), lineItems }
-    }
-
-    const billOfCost = (call: ServedCall, usage: ServedCall["usage"], invalid: Bill["events"], cost: Bill["cost"]): Bill => ({
-      endpoint: call.endpoint,
-      model: call.model.id,
-      tier: call.model.tier,
-      privacyClass: call.privacyClass,
-      usage,
-      price: call.model.pricing,
-      cost,
-      attempts: call.attempts,
-      providerId: call.deployment.provider.id,
-      events: [...(call.events ?? []), ...(invalid ?? [])],
-      ...(call.attestationVerdicts !== undefined ? { attestationVerdicts: call.attestationVerdicts } : {})
-    })
-
-    /**
-     * The bill of a served call by the hold's key, at the usage reported if it is billable, else at the
-     * estimate, with the warning for operators to log first.
-     */
-    const checkedBill = (call: ServedCall, keyId: string) => {
-      const { invalid, usage } = billableUsage(call.usage, call.estimated, call.model.context, call.model.id)
-      const bill: Bill = { ...billOf(call, usage, invalid === undefined ? [] : [invalid]), keyId }
-      const warning = invalid === undefined ? undefined : Effect.logWarning(
-        "upstream reported a usage that cannot be billed; billed the estimate held"
-      ).pipe(Effect.annotateLogs({ deployment: call.deployment.id, ...invalid.data }))
-      return { bill, warning }
-    }
-
     /** The receipt as the ledger will write it (charging what the call cost), before it is written: balance unknown. */
     const unwritten = (reservation: Reservation, bill: Bill) =>
       unsettledReceipt(reservation, bill, bill.cost.total, new Date(clock.unsafeCurrentTimeMillis()))
@@ -231,9 +197,14 @@ export const BillingLive = Layer.scoped(
      * `use` of a hold, released however `use` ends: one step of the call's fiber for a hold made at
      * once (`Effect.acquireUseRelease` takes a dozen), and no scope object.
      */
-    const withHold = <A, E, R>(principal: Principal, amount: Nanos, use: (hold: Hold) => Effect.Effect<A, E, R>) =>
-      Effect.uninterruptibleMask((restore) =>
-        Effect.withFiberRuntime<A, E | InsufficientFunds, R>((fiber) =>
+    const withHold = <A, E, R>(
+      principal: Principal,
+      amount: Nanos,
+      use: (hold: Hold) => Effect.Effect<A, E, R>,
+      given?: StageFiber
+    ) =>
+      Effect.uninterruptibleMask((restore) => {
+        const heldIn = (fiber: StageFiber): Effect.Effect<A, E | InsufficientFunds, R> =>
           thenAtOnce(inStage(fiber, "svc.billing.hold", () => reserve(fiber, principal, amount)), (held) =>
             Effect.matchCauseEffect(restore(use(held)), {
               // As `acquireUseRelease` ends: a release that fails too adds its cause to the call's.
@@ -241,7 +212,9 @@ export const BillingLive = Layer.scoped(
                 Effect.flatMap(Effect.exit(releaseNow(held)), (released) =>
                   Exit.failCause(Exit.isFailure(released) ? Cause.sequential(cause, released.cause) : cause)),
               onSuccess: (value) => mapAtOnce(releaseNow(held), () => value)
-            }))))
+            }))
+        return given === undefined ? Effect.withFiberRuntime(heldIn) : heldIn(given)
+      })
 
     /**
      * `held`, given `work`'s outcome to wait on: `work` runs alongside when the account was seen with
@@ -252,13 +225,15 @@ export const BillingLive = Layer.scoped(
       principal: Principal,
       amount: Nanos,
       work: Effect.Effect<A, E, R>,
-      held: (outcome: Effect.Effect<A, E, R>) => Effect.Effect<B, E2, R2>
-    ) =>
-      Effect.suspend(() =>
+      held: (outcome: Effect.Effect<A, E, R>) => Effect.Effect<B, E2, R2>,
+      madeNow = false
+    ) => {
+      const made = () =>
         ledger.reservesAtOnce?.(principal.accountId!, amount) !== true && hints.claim(principal.accountId!, amount)
           ? alongside(work, held)
           : held(work)
-      )
+      return madeNow ? made() : Effect.suspend(made)
+    }
 
     /** Queued for the ledger's next turn, or written now when the database is known to be away (the journal keeps it). */
     const settledBy = (fiber: StageFiber, held: Hold, bill: Bill, recordAfter: AfterSettle, later: AfterAnswer) =>
@@ -268,9 +243,9 @@ export const BillingLive = Layer.scoped(
       estimate: pricing.estimateFor,
       hold,
       withHold,
-      withHoldDuring: (principal, amount, work, use) =>
+      withHoldDuring: (principal, amount, work, use, fiber) =>
         during(principal, amount, work, (outcome) =>
-          withHold(principal, amount, (hold) => Effect.flatMap(outcome, (result) => use(hold, result)))),
+          withHold(principal, amount, (hold) => Effect.flatMap(outcome, (result) => use(hold, result)), fiber), fiber !== undefined),
       holdDuring: (principal, amount, work) =>
         during(principal, amount, work, (outcome) =>
           Effect.flatMap(hold(principal, amount), (held) => Effect.map(outcome, (result) => [held, result] as const))),
@@ -280,7 +255,7 @@ export const BillingLive = Layer.scoped(
         const settling = (fiber: StageFiber): Effect.Effect<Settlement> => {
           if (!end(held)) return Effect.dieMessage(`hold ${held.id} settled after it ended`)
           // The bill made at once: an Effect of its own only for the rare warning.
-          const { bill, warning } = checkedBill(call, held.keyId)
+          const { bill, warning } = checkedBill(pricing, call, held.keyId)
           if (warning === undefined) return settledBy(fiber, held, bill, recordAfter, later)
           return Effect.zipRight(warning, Effect.suspend(() => settledBy(fiber, held, bill, recordAfter, later)))
         }

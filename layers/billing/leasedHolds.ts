@@ -102,22 +102,22 @@ export const makeLeasedHolds = (options: {
       }))
 
     return {
-      reserve: (input, alone) =>
-        Effect.suspend(() => {
-          if (!leases.covers(input.accountId, input.amount)) return reservedAlone(input, alone)
-          const id = ids.make("rcpt")
-          const lease = leases.claim(input.accountId, input.amount, id)!
-          const reservation: Reservation = {
-            id,
-            accountId: input.accountId,
-            requestId: input.requestId,
-            amount: input.amount,
-            reservedAt: new Date(clock.unsafeCurrentTimeMillis()),
-            leaseId: lease.id
-          }
-          const take = leases.refill(lease)
-          return take === undefined ? Effect.succeed(reservation) : Effect.as(send(take), reservation)
-        }),
+      // From the lease when called (an Exit: services/atOnce.ts), so a busy account's hold takes no step.
+      reserve: (input, alone) => {
+        if (!leases.covers(input.accountId, input.amount)) return Effect.suspend(() => reservedAlone(input, alone))
+        const id = ids.make("rcpt")
+        const lease = leases.claim(input.accountId, input.amount, id)!
+        const reservation: Reservation = {
+          id,
+          accountId: input.accountId,
+          requestId: input.requestId,
+          amount: input.amount,
+          reservedAt: new Date(clock.unsafeCurrentTimeMillis()),
+          leaseId: lease.id
+        }
+        const take = leases.refill(lease)
+        return take === undefined ? Effect.succeed(reservation) : Effect.as(send(take), reservation)
+      },
 
       covers: leases.covers,
 

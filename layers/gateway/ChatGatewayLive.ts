@@ -73,7 +73,8 @@ export const ChatGatewayLive = Layer.effect(
                 // What the answer does not wait for runs as the caller's scope closes: once it is written.
                 endingBeforeLater((later, fiber) =>
                   endCompletion(completionServices, { admitted: call, route, hold }, answered, undefined, later, fiber)
-                )
+                ),
+              fiber
             ))),
 
       stream: (sent, principal) =>
