@@ -6,7 +6,7 @@
  * bill, the balance, the recorded events and the ids.
  */
 import { expect } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, type Scope } from "effect"
 import { ConfigChecks } from "../layers/Core.ts"
 import { RateLimitsMemory } from "../layers/admission/RateLimitStoreLive.ts"
 import { LedgerMemory } from "../layers/billing/LedgerMemory.ts"
@@ -20,7 +20,10 @@ import { IdsTest } from "../layers/platform/IdsTest.ts"
 import { AttestationTest } from "../layers/privacy/AttestationTest.ts"
 import { SealedPromptsTest } from "../layers/privacy/SealedPromptsTest.ts"
 import { TranscriptsMemory } from "../layers/privacy/TranscriptsMemory.ts"
+import { Admission, type AdmittedChat } from "../services/Admission.ts"
+import { isAnswered } from "../services/atOnce.ts"
 import { ChatGateway } from "../services/ChatGateway.ts"
+import { type Route, RoutePlanner } from "../services/RoutePlanner.ts"
 import { Ledger } from "../services/Ledger.ts"
 import { testConfig } from "./support/testConfig.ts"
 import { layer } from "./support/layer.ts"
@@ -40,6 +43,29 @@ const Pipeline = Gateways.pipe(
 const principal = (accountId: string) => ({ keyId: "key_test", accountId, scopes: ["chat" as const] })
 
 layer(Pipeline)("chat pipeline on the Test layers", (it) => {
+  it.effect("given the call's fiber, admission and the route plan are made when called (Exits: no step of their own)", () =>
+    Effect.gen(function*() {
+      yield* openAccount({ id: "acct_once", balance: 1_000_000_000n })
+      const admission = yield* Admission
+      const planner = yield* RoutePlanner
+      const request = { model: "svc/pro", messages: [{ role: "user" as const, content: "hello" }] }
+      // As the chat lane serves a call: traces off (with them on, a stage is a span, made when it runs).
+      let admittedCall: AdmittedChat | undefined
+      const route = yield* Effect.scoped(Effect.withFiberRuntime<Route, unknown, Scope.Scope>((fiber) => {
+        const admitted = admission.chat(request, principal("acct_once"), fiber)
+        expect(isAnswered(admitted)).toBe(true)
+        return Effect.flatMap(admitted, (call) => {
+          admittedCall = call
+          const planned = planner.plan(call, fiber)
+          expect(isAnswered(planned)).toBe(true)
+          return planned
+        })
+      })).pipe(Effect.withTracerEnabled(false))
+      expect(route.targets[0]?.model.id).toBe("svc/pro")
+      // Without the fiber, each is a stage made when it runs.
+      expect(isAnswered(planner.plan(admittedCall!))).toBe(false)
+    }))
+
   it.effect("a call is reserved, served by the sandbox, settled and recorded", () =>
     Effect.gen(function*() {
       yield* openAccount({ id: "acct_pipe", balance: 1_000_000_000n })
