@@ -65,17 +65,17 @@ export const makeChatCompletion = Effect.gen(function*() {
       )
     })
 
-  // A chain, not a generator: every JSON call runs it.
-  const call: ChatCompletionCall = (payload, idempotencyHeader, principal) =>
-    Effect.suspend(() => {
-      const key = idempotencyKeyOf(principal, idempotencyHeader, "/v1/chat/completions", payload)
-      if (payload.stream === true) return streamed(payload, principal, key)
-      const complete = Effect.map(gateway.complete(payload, principal), ({ completion, receipt }): StoredResponse => ({
-        status: 200,
-        headers: billingHeaders(receipt),
-        body: completion
-      }))
-      return answeredOnce(idempotency, key, complete)
-    })
+  // A chain, not a generator: every JSON call runs it. Made when called, with no step of its own:
+  // nothing here runs before its effect does (the gateway's and idempotency's effects are made lazily).
+  const call: ChatCompletionCall = (payload, idempotencyHeader, principal) => {
+    const key = idempotencyKeyOf(principal, idempotencyHeader, "/v1/chat/completions", payload)
+    if (payload.stream === true) return streamed(payload, principal, key)
+    const complete = Effect.map(gateway.complete(payload, principal), ({ completion, receipt }): StoredResponse => ({
+      status: 200,
+      headers: billingHeaders(receipt),
+      body: completion
+    }))
+    return answeredOnce(idempotency, key, complete)
+  }
   return call
 })
