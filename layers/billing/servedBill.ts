@@ -10,7 +10,13 @@ import type { Bill } from "../../services/Ledger.ts"
 import { type Pricing, sumOfCosts } from "../../services/Pricing.ts"
 import { billableUsage } from "./usageCheck.ts"
 
-const billOfCost = (call: ServedCall, usage: ServedCall["usage"], invalid: Bill["events"], cost: Bill["cost"]): Bill => ({
+const billOfCost = (
+  call: ServedCall,
+  keyId: string,
+  usage: ServedCall["usage"],
+  invalid: Bill["events"],
+  cost: Bill["cost"]
+): Bill => ({
   endpoint: call.endpoint,
   model: call.model.id,
   tier: call.model.tier,
@@ -20,15 +26,16 @@ const billOfCost = (call: ServedCall, usage: ServedCall["usage"], invalid: Bill[
   cost,
   attempts: call.attempts,
   providerId: call.deployment.provider.id,
-  events: [...(call.events ?? []), ...(invalid ?? [])],
-  ...(call.attestationVerdicts !== undefined ? { attestationVerdicts: call.attestationVerdicts } : {})
+  events: invalid === undefined || invalid.length === 0 ? call.events ?? [] : [...(call.events ?? []), ...invalid],
+  ...(call.attestationVerdicts !== undefined ? { attestationVerdicts: call.attestationVerdicts } : {}),
+  keyId
 })
 
-const billOf = (pricing: Pricing["Type"], call: ServedCall, usage: ServedCall["usage"], invalid: Bill["events"]): Bill => {
+const billOf = (pricing: Pricing["Type"], call: ServedCall, keyId: string, usage: ServedCall["usage"], invalid: Bill["events"]): Bill => {
   const cost = pricing.cost(call.model, call.deployment, usage)
-  if (call.before === undefined) return billOfCost(call, usage, invalid, cost)
+  if (call.before === undefined) return billOfCost(call, keyId, usage, invalid, cost)
   const lineItems = [...call.before, { step: "generation" as const, model: call.model.id, usage, cost }]
-  return { ...billOfCost(call, usage, invalid, sumOfCosts(lineItems.map((item) => item.cost))), lineItems }
+  return { ...billOfCost(call, keyId, usage, invalid, sumOfCosts(lineItems.map((item) => item.cost))), lineItems }
 }
 
 /**
@@ -37,7 +44,7 @@ const billOf = (pricing: Pricing["Type"], call: ServedCall, usage: ServedCall["u
  */
 export const checkedBill = (pricing: Pricing["Type"], call: ServedCall, keyId: string) => {
   const { invalid, usage } = billableUsage(call.usage, call.estimated, call.model.context, call.model.id)
-  const bill: Bill = { ...billOf(pricing, call, usage, invalid === undefined ? [] : [invalid]), keyId }
+  const bill = billOf(pricing, call, keyId, usage, invalid === undefined ? undefined : [invalid])
   const warning = invalid === undefined ? undefined : Effect.logWarning(
     "upstream reported a usage that cannot be billed; billed the estimate held"
   ).pipe(Effect.annotateLogs({ deployment: call.deployment.id, ...invalid.data }))

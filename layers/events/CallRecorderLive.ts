@@ -28,7 +28,10 @@ export const CallRecorderLive = Layer.effect(
           }), { discard: true }))
 
     return CallRecorder.of({
-      receiptEvents: (route, attempts) => [...routeEvents(attempts, route), ...route.privacy.events],
+      receiptEvents: (route, attempts) => {
+        const routed = routeEvents(attempts, route)
+        return route.privacy.events.length === 0 ? routed : [...routed, ...route.privacy.events]
+      },
       rejected: (principal, model, refusal) =>
         withoutReceipt(principal, [{
           type: "privacy.rejected",

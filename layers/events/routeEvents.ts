@@ -11,10 +11,24 @@ import type { AttemptLog } from "../../services/Upstream.ts"
 export const routeEvents = (
   attempts: ReadonlyArray<AttemptLog>,
   plan: Pick<Route, "reason" | "dropped">
-): ReadonlyArray<CallEvent> =>
-  attempts.flatMap((attempt, i): Array<CallEvent> => {
+): ReadonlyArray<CallEvent> => {
+  // A loop, not `flatMap` and a pair per retry: every call makes its events here, most of one attempt.
+  const events: Array<CallEvent> = []
+  for (let i = 0; i < attempts.length; i++) {
+    const attempt = attempts[i]!
     const previous = attempts[i - 1]
-    const route: CallEvent = {
+    if (previous !== undefined) {
+      events.push({
+        type: "provider.fallback",
+        data: {
+          from_model: previous.model,
+          to_model: attempt.model,
+          attempt: i + 1,
+          reason: previous.failure ?? "failure"
+        }
+      })
+    }
+    events.push({
       type: "provider.route",
       data: {
         model: attempt.model,
@@ -25,16 +39,7 @@ export const routeEvents = (
         // What the router mode left out, and why: told once, with the first route.
         ...(previous === undefined && plan.dropped.length > 0 ? { dropped: plan.dropped } : {})
       }
-    }
-    if (previous === undefined) return [route]
-    const fallback: CallEvent = {
-      type: "provider.fallback",
-      data: {
-        from_model: previous.model,
-        to_model: attempt.model,
-        attempt: i + 1,
-        reason: previous.failure ?? "failure"
-      }
-    }
-    return [fallback, route]
-  })
+    })
+  }
+  return events
+}
