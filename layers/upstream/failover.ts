@@ -73,43 +73,10 @@ const NOT_ADMITTED = { _tag: "NotAdmitted" } as const
 
 /**
  * One try of `target` after waiting `waitMs`: none when the wait would outlast the call's deadline
- * (a backoff past it is not waited for) or its circuit does not admit the call. Made when called,
- * chained, not a generator, answering at once where the health does: every call's first try is one.
+ * (a backoff past it is not waited for) or its circuit does not admit the call. Chained, not a
+ * generator, answering at once where the clock and the health do: every call's first try is one.
  */
 const tryRoute = <A, R>(
-  clock: Clock.Clock,
-  target: Target,
-  attemptNumber: number,
-  waitMs: number,
-  deadlineAt: number,
-  health: Health["Type"],
-  attempt: Attempt<A, R>
-): Effect.Effect<Try<A>, never, R> => {
-  if (clock.unsafeCurrentTimeMillis() + waitMs >= deadlineAt) return Effect.succeed(PAST_DEADLINE)
-  const admits = waitMs > 0
-    ? Effect.zipRight(Effect.sleep(Duration.millis(waitMs)), Effect.suspend(() => health.admits(target.deployment.id)))
-    : health.admits(target.deployment.id)
-  return thenAtOnce(admits, (admitted) => {
-    if (!admitted) return Effect.succeed(NOT_ADMITTED)
-    const startedAt = performance.now()
-    // One step for the attempt's answer or its error (`Effect.either` and a `map` took two).
-    return Effect.matchCauseEffect(attempt(target, attemptNumber), {
-      // As `Effect.either`: a defect is passed on, a failure is the try's result.
-      onFailure: (cause): Effect.Effect<Try<A>> => {
-        const failure = Cause.isDie(cause) ? Option.none() : Cause.failureOption(cause)
-        return Option.isSome(failure)
-          ? Exit.succeed({ _tag: "Tried", result: Either.left(failure.value), startedAt, endedAt: performance.now() })
-          // With no failure in it, or a defect beside it (a try's one fiber fails one way): none to pass on.
-          : Exit.failCause(cause as Cause.Cause<never>)
-      },
-      onSuccess: (value): Effect.Effect<Try<A>> =>
-        Exit.succeed({ _tag: "Tried", result: Either.right(value), startedAt, endedAt: performance.now() })
-    })
-  })
-}
-
-/** `tryRoute` on the policy's clock, else on the fiber's, read when it runs. */
-const tryRouteOf = <A, R>(
   policy: RetryPolicy,
   target: Target,
   attemptNumber: number,
@@ -117,10 +84,31 @@ const tryRouteOf = <A, R>(
   health: Health["Type"],
   attempt: Attempt<A, R>
 ): Effect.Effect<Try<A>, never, R> => {
-  const deadlineAt = policy.deadlineAt ?? Infinity
-  return policy.clock !== undefined
-    ? tryRoute(policy.clock, target, attemptNumber, waitMs, deadlineAt, health, attempt)
-    : Effect.clockWith((clock) => tryRoute(clock, target, attemptNumber, waitMs, deadlineAt, health, attempt))
+  const at = (clock: Clock.Clock): Effect.Effect<Try<A>, never, R> => {
+    if (clock.unsafeCurrentTimeMillis() + waitMs >= (policy.deadlineAt ?? Infinity)) return Effect.succeed(PAST_DEADLINE)
+    const admits = waitMs > 0
+      ? Effect.zipRight(Effect.sleep(Duration.millis(waitMs)), Effect.suspend(() => health.admits(target.deployment.id)))
+      : health.admits(target.deployment.id)
+    return thenAtOnce(admits, (admitted) => {
+      if (!admitted) return Effect.succeed(NOT_ADMITTED)
+      const startedAt = performance.now()
+      // One step for the attempt's answer or its error (`Effect.either` and a `map` took two).
+      return Effect.matchCauseEffect(attempt(target, attemptNumber), {
+        // As `Effect.either`: a defect is passed on, a failure is the try's result.
+        onFailure: (cause): Effect.Effect<Try<A>> => {
+          const failure = Cause.isDie(cause) ? Option.none() : Cause.failureOption(cause)
+          return Option.isSome(failure)
+            ? Exit.succeed({ _tag: "Tried", result: Either.left(failure.value), startedAt, endedAt: performance.now() })
+            // With no failure in it, or a defect beside it (a try's one fiber fails one way): none to pass on.
+            : Exit.failCause(cause as Cause.Cause<never>)
+        },
+        onSuccess: (value): Effect.Effect<Try<A>> =>
+          Exit.succeed({ _tag: "Tried", result: Either.right(value), startedAt, endedAt: performance.now() })
+      })
+    })
+  }
+  // On the policy's clock the try is made when called; else on the fiber's, read when it runs.
+  return policy.clock !== undefined ? at(policy.clock) : Effect.clockWith(at)
 }
 
 /**
@@ -136,7 +124,7 @@ export const firstThatAnswers = <A, R>(
 ): Effect.Effect<Answered<A>, RoutesFailed, R> => {
   const first = targets[0]
   if (first === undefined || policy.maxAttempts < 1) return allRoutes(targets, policy, health, attempt, random)
-  return thenAtOnce(tryRouteOf(policy, first, 1, 0, health, attempt), (tried) =>
+  return thenAtOnce(tryRoute(policy, first, 1, 0, health, attempt), (tried) =>
     tried._tag === "Tried" && Either.isRight(tried.result)
       ? Effect.succeed({
         value: tried.result.right,
@@ -183,7 +171,7 @@ const allRoutes = <A, R>(
         const made = before
         before = undefined
         const waitMs = pass > 0 ? Math.max(retryAfterMs, backoffMs(policy, pass, random)) : 0
-        const tried = made ?? (yield* tryRouteOf(policy, target, attempts.length + 1, waitMs, health, attempt))
+        const tried = made ?? (yield* tryRoute(policy, target, attempts.length + 1, waitMs, health, attempt))
         if (tried._tag === "PastDeadline") break calls
         if (tried._tag === "NotAdmitted") continue
         const { result, startedAt } = tried
