@@ -17,9 +17,9 @@ import { eachAtOnce } from "./atOnce.ts"
 /** An end is told how the call ended, as a scope's finalizer is. */
 export type CallEnd = (exit: Exit.Exit<unknown, unknown>) => Effect.Effect<unknown>
 
-/** A call's ends, for the scope its lane made; `closed` once they ran. */
+/** A call's ends, for the scope its lane made (ahead of the call); `closed` once they ran. */
 export interface CallEnds {
-  scope: Scope.Scope | undefined
+  readonly scope: Scope.CloseableScope
   readonly ends: Array<CallEnd>
   closed: Exit.Exit<unknown, unknown> | undefined
 }
@@ -29,7 +29,7 @@ export const currentCallEnds = globalValue(
   () => FiberRef.unsafeMake<CallEnds | undefined>(undefined)
 )
 
-export const emptyCallEnds = (): CallEnds => ({ scope: undefined, ends: [], closed: undefined })
+export const emptyCallEnds = (scope: Scope.CloseableScope): CallEnds => ({ scope, ends: [], closed: undefined })
 
 /**
  * `end` run when the fiber's scope closes: added to its call's ends at once when that scope is the
@@ -69,15 +69,12 @@ export const runCallEnds = (call: CallEnds, exit: Exit.Exit<unknown, unknown>): 
   })
 
 /**
- * `Effect.scoped` for an effect that is its fiber's whole life, in `scope`, which the caller made
- * beforehand and set as the fiber's context (the chat lane: src/http/lane/freshScopes.ts), where
+ * `Effect.scoped` for an effect that is its fiber's whole life, in the scope of its `ends`, which the
+ * caller made beforehand and set as the fiber's context (the chat lane: src/http/lane/freshScopes.ts), where
  * `Effect.scoped` makes one in a step of its own and provides it for a region, restoring the
  * context after it, which costs a call more than the rest of its scope. The call's `ends` (the
  * fiber's `currentCallEnds`) run once the scope is closed: what went on the scope came later than
  * they (the upstream's body, say).
  */
-export const inCallScope = (ends: CallEnds, scope: Scope.CloseableScope) =>
-<A, E>(effect: Effect.Effect<A, E, Scope.Scope>): Effect.Effect<A, E> => {
-  ends.scope = scope
-  return Effect.onExit(effect as Effect.Effect<A, E>, (exit) => Effect.zipRight(Scope.close(scope, exit), runCallEnds(ends, exit)))
-}
+export const inCallScope = (ends: CallEnds) => <A, E>(effect: Effect.Effect<A, E, Scope.Scope>): Effect.Effect<A, E> =>
+  Effect.onExit(effect as Effect.Effect<A, E>, (exit) => Effect.zipRight(Scope.close(ends.scope, exit), runCallEnds(ends, exit)))

@@ -8,10 +8,12 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Logger, Scope } from "effect"
 import { atCallEnd, type CallEnd, type CallEnds, currentCallEnds, emptyCallEnds, inCallScope } from "../services/callEnds.ts"
 
-/** `effect` as the chat lane runs a call: in its own scope, made beforehand and in its context, with its ends. */
+/** A call's ends in a scope made for it beforehand, as the chat lane makes them. */
+const callEnds = () => emptyCallEnds(Effect.runSync(Scope.make()))
+
+/** `effect` as the chat lane runs a call: in its own scope, in its context, with its ends. */
 const asCall = <A, E>(ends: CallEnds, effect: Effect.Effect<A, E, Scope.Scope>) =>
-  Effect.flatMap(Scope.make(), (scope) =>
-    inCallScope(ends, scope)(effect).pipe(Effect.provideService(Scope.Scope, scope), Effect.locally(currentCallEnds, ends)))
+  inCallScope(ends)(effect).pipe(Effect.provideService(Scope.Scope, ends.scope), Effect.locally(currentCallEnds, ends))
 
 /** Puts `end` down from the running fiber, answering whether that took no step (an Exit). */
 const putDown = (end: CallEnd) =>
@@ -28,7 +30,7 @@ describe("a call's ends", () => {
     Effect.gen(function*() {
       const ran: Array<string> = []
       const logged: Array<unknown> = []
-      const ends = emptyCallEnds()
+      const ends = callEnds()
       const told: Array<Exit.Exit<unknown, unknown>> = []
       const atOnce = yield* asCall(
         ends,
@@ -52,10 +54,10 @@ describe("a call's ends", () => {
     Effect.gen(function*() {
       const told: Array<string> = []
       const tell: CallEnd = (exit) => Effect.sync(() => void told.push(Exit.isInterrupted(exit) ? "interrupted" : Exit.isFailure(exit) ? "failed" : "served"))
-      const failed = yield* Effect.exit(asCall(emptyCallEnds(), Effect.zipRight(putDown(tell), Effect.fail("upstream"))))
+      const failed = yield* Effect.exit(asCall(callEnds(), Effect.zipRight(putDown(tell), Effect.fail("upstream"))))
       expect(Exit.isFailure(failed)).toBe(true)
       const started = yield* Effect.makeLatch()
-      const fiber = yield* Effect.fork(asCall(emptyCallEnds(), Effect.zipRight(putDown(tell), Effect.zipRight(started.open, Effect.never))))
+      const fiber = yield* Effect.fork(asCall(callEnds(), Effect.zipRight(putDown(tell), Effect.zipRight(started.open, Effect.never))))
       yield* started.await
       yield* Fiber.interrupt(fiber)
       expect(told).toEqual(["failed", "interrupted"])
@@ -64,7 +66,7 @@ describe("a call's ends", () => {
   it.effect("in a narrower scope, without a call, or once the call's ends ran: a finalizer of the fiber's scope", () =>
     Effect.gen(function*() {
       const ran: Array<string> = []
-      const ends = emptyCallEnds()
+      const ends = callEnds()
       const narrower = yield* asCall(
         ends,
         Effect.gen(function*() {
@@ -83,7 +85,7 @@ describe("a call's ends", () => {
       expect(ran).toEqual(["narrower", "no call"])
 
       // A fiber of the call still running once it ended (forked into the call's scope): its end runs at once.
-      const ended = emptyCallEnds()
+      const ended = callEnds()
       const latch = yield* Effect.makeLatch()
       const late = yield* asCall(ended, Effect.forkDaemon(Effect.zipRight(latch.await, putDown(() => Effect.sync(() => void ran.push("late"))))))
       expect(ended.closed).toBeDefined()

@@ -32,7 +32,7 @@ import { makePermits } from "./permits.ts"
 import { outageLog } from "./storeOutageLog.ts"
 import { bucketsShort, retryLater } from "./limitRefusal.ts"
 import { windowState } from "./tokenBucket.ts"
-import { clockOf } from "../telemetry/stageSpan.ts"
+import { clockOf, inFiberStep } from "../telemetry/stageSpan.ts"
 
 const MINUTE_MS = 60_000
 
@@ -287,9 +287,8 @@ export const RateLimiterLive = Layer.scoped(
     }
 
     return RateLimiter.of({
-      // Made when it runs, its parts chained without a step each when they answer at once (services/atOnce.ts).
-      admit: (principal, tokens, fiber) =>
-        fiber === undefined ? Effect.withFiberRuntime((fiber) => admitIn(fiber, principal, tokens)) : admitIn(fiber, principal, tokens)
+      // Made in the given fiber's step, else when it runs; its parts chained without a step each when they answer at once.
+      admit: (principal, tokens, fiber) => inFiberStep(fiber, (running) => admitIn(running, principal, tokens))
     })
   })
 )

@@ -33,7 +33,7 @@ import { makeSettlementQueue } from "./settlementQueue.ts"
 import { checkedBill } from "./servedBill.ts"
 import { SettlementJournal } from "../../services/SettlementJournal.ts"
 import { acquirePlainRelease } from "../../plugins/support/plainRelease.ts"
-import { inStage, stage, type StageFiber, stageOn } from "../telemetry/stageSpan.ts"
+import { inFiberStep, inStage, stage, type StageFiber, stageOn } from "../telemetry/stageSpan.ts"
 import { mapAtOnce, mapBothAtOnce, thenAtOnce } from "../../services/atOnce.ts"
 
 /** The longest a read waits for the settlements queued before it (the database may be away). */
@@ -213,7 +213,7 @@ export const BillingLive = Layer.scoped(
                   Exit.failCause(Exit.isFailure(released) ? Cause.sequential(cause, released.cause) : cause)),
               onSuccess: (value) => mapAtOnce(releaseNow(held), () => value)
             }))
-        return given === undefined ? Effect.withFiberRuntime(heldIn) : heldIn(given)
+        return inFiberStep(given, heldIn)
       })
 
     /**

@@ -44,13 +44,22 @@ export const inStage = <A, E, R>(
   return Effect.withSpan(Effect.suspend(() => make(fiber)), name, options)
 }
 
+/**
+ * `make` in `fiber` when the caller runs a step of it now (made when called, in that step), else in
+ * a step of its own (made when it runs): how a service given its caller's fiber answers at once.
+ */
+export const inFiberStep = <A, E, R>(
+  fiber: StageFiber | undefined,
+  make: (fiber: StageFiber) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> => fiber === undefined ? Effect.withFiberRuntime(make) : make(fiber)
+
 /** `inStage` in `fiber` when the caller runs a step of it now, else `stage` (made when it runs). */
 export const stageOn = <A, E, R>(
   fiber: StageFiber | undefined,
   name: string,
   make: (fiber: StageFiber) => Effect.Effect<A, E, R>,
   attributes?: Record<string, unknown>
-): Effect.Effect<A, E, R> => fiber === undefined ? stage(name, make, attributes) : inStage(fiber, name, make, attributes)
+): Effect.Effect<A, E, R> => inFiberStep(fiber, (running) => inStage(running, name, make, attributes))
 
 /** An effect already made, as a stage in its span. */
 export const stageSpan = (name: string, attributes?: Record<string, unknown>) =>

@@ -106,13 +106,12 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
         return plain !== undefined ? withPayload(plain) : Effect.flatMap(decodedAsTheApp(decodePayload(json)), withPayload)
       }))
 
-  /** A call's own fiber refs (its request id, monitoring cell, rate-limit status, ends and scope), set as its fiber is made. */
+  /** A call's own fiber refs (its request id, monitoring cell, rate-limit status, and ends with its scope), set as its fiber is made. */
   type CallRefs = {
     readonly requestId: string
     readonly call: ReturnType<typeof openCall>
     readonly limits: RateLimitStatus
     readonly ends: CallEnds
-    readonly scope: Scope.CloseableScope
   }
 
   /**
@@ -137,7 +136,7 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
             )
           })
       })
-    ).pipe(inCallScope(refs.ends, refs.scope))
+    ).pipe(inCallScope(refs.ends))
 
   const written = (
     fiber: Fiber.RuntimeFiber<unknown, unknown>,
@@ -177,8 +176,7 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
         requestId,
         call: openCall(stats, metrics, requestId, clock),
         limits: {},
-        ends: emptyCallEnds(),
-        scope: nextScope()
+        ends: emptyCallEnds(nextScope())
       }
       // One copy of the new fiber's refs with all five, where a `FiberRef.set` each in the fiber copies them each time.
       const fiber = runFork(serve(request, response, text, refs), {
@@ -190,7 +188,7 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
               [currentCall, [[fiberId, refs.call.facts]]],
               [currentRateLimits, [[fiberId, refs.limits]]],
               [currentCallEnds, [[fiberId, refs.ends]]],
-              [FiberRef.currentContext, [[fiberId, Context.make(Scope.Scope, refs.scope)]]]
+              [FiberRef.currentContext, [[fiberId, Context.make(Scope.Scope, refs.ends.scope)]]]
             ]
           })
       })
