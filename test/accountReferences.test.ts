@@ -1,8 +1,9 @@
 /**
  * A call's money rows refer to their account without a foreign key
- * (migration 0024): an account can no longer be deleted, and the money
- * invariants, which every billing test checks, see a row of an account that
- * does not exist.
+ * (migration 0024), and a receipt to its reservation (0027): an account or a
+ * reservation can no longer be deleted, and the money invariants, which every
+ * billing test checks, see a row of an account that does not exist and a
+ * receipt of no reservation.
  */
 import { expect } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
@@ -35,6 +36,36 @@ layer(Tested, { timeout: "60 seconds" })("account references", (it) => {
       }
       const [row] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM accounts WHERE id = ${account.id}`
       expect(row!.n).toBe(1)
+    }))
+
+  it.effect("a reservation cannot be deleted or truncated", () =>
+    Effect.gen(function*() {
+      const account = yield* Effect.flatMap(Accounts, (accounts) => accounts.create({ name: "held", credit: usd("1") }))
+      const reservation = yield* Effect.flatMap(Ledger, (ledger) =>
+        ledger.reserve({ accountId: account.id, requestId: "req_kept", amount: usd("0.01") }))
+      const sql = yield* SqlClient.SqlClient
+      for (const statement of [sql`DELETE FROM reservations WHERE id = ${reservation.id}`, sql`TRUNCATE reservations CASCADE`]) {
+        const failure = yield* Effect.flip(statement)
+        expect(String(failure.cause)).toContain("reservations are never deleted")
+      }
+      const [row] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM reservations WHERE id = ${reservation.id}`
+      expect(row!.n).toBe(1)
+    }))
+
+  it.effect("the invariants name a receipt of no reservation", () =>
+    Effect.gen(function*() {
+      const ledger = yield* Ledger
+      const account = yield* Effect.flatMap(Accounts, (accounts) => accounts.create({ name: "orphan", credit: usd("1") }))
+      const reservation = yield* ledger.reserve({ accountId: account.id, requestId: "req_orphan", amount: usd("0.01") })
+      yield* ledger.settle(reservation, billFor("0.004"))
+      expect(yield* violations).toEqual([])
+
+      // No statement of the gateway writes a receipt but for the reservation it closes or writes.
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`UPDATE receipts SET id = 'rcpt_orphan' WHERE id = ${reservation.id}`
+      expect(yield* violations).toContain("receipt rcpt_orphan of no reservation")
+      yield* sql`UPDATE receipts SET id = ${reservation.id} WHERE id = 'rcpt_orphan'`
+      expect(yield* violations).toEqual([])
     }))
 
   it.effect("the invariants hold after a settlement, and name every row of an unknown account", () =>

@@ -28,6 +28,7 @@ import receiptCallEvents from "./migrations/0023_receipt_call_events.ts"
 import accountReferences from "./migrations/0024_account_references.ts"
 import chargeEntries from "./migrations/0025_charge_entries.ts"
 import eventTypeOrder from "./migrations/0026_event_type_order.ts"
+import receiptReservationReference from "./migrations/0027_receipt_reservation_reference.ts"
 
 const MIGRATIONS: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_accounts_keys_ledger": accountsKeysLedger,
@@ -55,7 +56,8 @@ const MIGRATIONS: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClien
   "0023_receipt_call_events": receiptCallEvents,
   "0024_account_references": accountReferences,
   "0025_charge_entries": chargeEntries,
-  "0026_event_type_order": eventTypeOrder
+  "0026_event_type_order": eventTypeOrder,
+  "0027_receipt_reservation_reference": receiptReservationReference
 }
 
 /** The newest migration this build knows; `/readyz` is ready once the database has it. */

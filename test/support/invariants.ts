@@ -6,7 +6,7 @@
  * (`payment.overage` events); no open reservation past its lease; one receipt
  * per settled reservation and none for released ones; upstream + margin = total; every
  * reservation, receipt and ledger entry of an account that exists (no foreign key checks these
- * rows: migration 0024), a receipt of its reservation's account.
+ * rows: migration 0024), a receipt of a reservation (0027) and of its reservation's account.
  * Returns the violations, so a failing test shows them.
  */
 type Query = <Row = Record<string, unknown>>(text: string, params?: ReadonlyArray<unknown>) => Promise<ReadonlyArray<Row>>
@@ -49,6 +49,9 @@ export const moneyViolations = async (query: Query): Promise<ReadonlyArray<strin
     UNION ALL
     SELECT 'receipt ' || id || ' of an unknown account' FROM receipts r
       WHERE NOT EXISTS (SELECT FROM accounts a WHERE a.id = r.account_id)
+    UNION ALL
+    SELECT 'receipt ' || r.id || ' of no reservation' FROM receipts r
+      WHERE NOT EXISTS (SELECT FROM reservations v WHERE v.id = r.id)
     UNION ALL
     SELECT 'receipt ' || r.id || ' of another account than its reservation' FROM receipts r JOIN reservations v ON v.id = r.id
       WHERE v.account_id <> r.account_id
