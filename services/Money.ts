@@ -22,8 +22,30 @@ export const parseUsd = (text: string): Option.Option<Nanos> => {
   return Option.some(sign === "-" ? -nanos : nanos)
 }
 
-/** Formats nano-dollars as a decimal string with exactly nine fraction digits. */
+/** Amounts up to this many nanos (~9 million USD) are formatted by integer arithmetic on doubles. */
+const SAFE_NANOS = BigInt(Number.MAX_SAFE_INTEGER)
+const NINE_ZEROS = "000000000"
+
+/**
+ * Formats nano-dollars as a decimal string with exactly nine fraction digits. Every call formats
+ * several amounts (its bill, receipt and settlement), and a bigint's division and remainder cost
+ * twice what a double's do: an amount below 2^53 nanos is an integer a double holds exactly, and
+ * its remainder and quotient by 1e9 are exact too, so no float rounding can reach the digits
+ * (test/money.test.ts checks both paths agree).
+ */
 export const formatUsd = (nanos: Nanos): string => {
+  if (nanos <= SAFE_NANOS && nanos >= -SAFE_NANOS) {
+    const signed = Number(nanos)
+    const abs = signed < 0 ? -signed : signed
+    const fraction = abs % 1e9
+    const digits = String(fraction)
+    return `${signed < 0 ? "-" : ""}${(abs - fraction) / 1e9}.${NINE_ZEROS.slice(digits.length)}${digits}`
+  }
+  return formatBigUsd(nanos)
+}
+
+/** `formatUsd` for any amount, in bigint arithmetic. */
+export const formatBigUsd = (nanos: Nanos): string => {
   const negative = nanos < 0n
   const abs = negative ? -nanos : nanos
   const whole = abs / ONE_USD

@@ -1,7 +1,8 @@
 /** Exact money: decimal strings to integer nano-dollars and back, with no float anywhere. */
 import { Option, Schema } from "effect"
+import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { formatUsd, NonNegativeUsd, parseUsd } from "../services/Money.ts"
+import { formatBigUsd, formatUsd, NonNegativeUsd, parseUsd } from "../services/Money.ts"
 
 describe("money", () => {
   it.each([
@@ -28,6 +29,31 @@ describe("money", () => {
     expect(formatUsd(123_450n)).toBe("0.000123450")
     expect(formatUsd(-1n)).toBe("-0.000000001")
     expect(formatUsd(7n * 1_000_000_000n)).toBe("7.000000000")
+  })
+
+  it("formats an amount below 2^53 nanos as the bigint path does, and round-trips it", () => {
+    const safe = BigInt(Number.MAX_SAFE_INTEGER)
+    const edges = [0n, 1n, 999_999_999n, 1_000_000_000n, 1_000_000_001n, safe, safe - 1n, safe + 1n, safe * 1000n]
+    for (const nanos of edges.flatMap((n) => [n, -n])) {
+      expect(formatUsd(nanos)).toBe(formatBigUsd(nanos))
+      expect(parseUsd(formatUsd(nanos))).toEqual(Option.some(nanos))
+    }
+    fc.assert(
+      fc.property(fc.bigInt({ min: -safe * 4n, max: safe * 4n }), (nanos) => {
+        expect(formatUsd(nanos)).toBe(formatBigUsd(nanos))
+        expect(parseUsd(formatUsd(nanos))).toEqual(Option.some(nanos))
+      }),
+      { numRuns: 20_000 }
+    )
+    // Amounts of whole dollars, and a nano below one, across the fast path's range.
+    fc.assert(
+      fc.property(fc.bigInt({ min: 0n, max: safe / 1_000_000_000n }), (dollars) => {
+        for (const nanos of [dollars * 1_000_000_000n, dollars * 1_000_000_000n - 1n]) {
+          expect(formatUsd(nanos)).toBe(formatBigUsd(nanos))
+        }
+      }),
+      { numRuns: 20_000 }
+    )
   })
 
   it("round-trips every decimal it accepts", () => {

@@ -18,6 +18,7 @@ import { pglitePoolOptions } from "./pgliteConnection.ts"
 import { PgPool } from "./pgPool.ts"
 import { openPgliteWorker, type ProtocolExchange } from "./pgliteWorker.ts"
 import { PreparingClient } from "./preparingClient.ts"
+import { poolTypes } from "./timestampParsing.ts"
 
 /** The app's SqlClient on `pool`, and the pool itself for the ledger's hot statements (pgPool.ts). */
 const sqlOnPool = (pool: pg.Pool) =>
@@ -26,7 +27,7 @@ const sqlOnPool = (pool: pg.Pool) =>
 /** A pool on embedded PGlite, open in its worker (owned by the caller). PGlite takes one connection only. */
 const pglitePool = (exchange: ProtocolExchange) =>
   Effect.acquireRelease(
-    Effect.sync(() => new pg.Pool(pglitePoolOptions(exchange, PreparingClient))),
+    Effect.sync(() => new pg.Pool({ ...pglitePoolOptions(exchange, PreparingClient), types: poolTypes })),
     (pool) => Effect.promise(() => pool.end())
   )
 
@@ -81,6 +82,7 @@ const serverPool = (url: Redacted.Redacted<string>, settings: DatabaseSettings) 
         connectionString: Redacted.value(url),
         application_name: "svc",
         Client: PreparingClient,
+        types: poolTypes,
         max: settings.poolSize,
         connectionTimeoutMillis: settings.connectTimeoutMs,
         idleTimeoutMillis: settings.idleTimeoutMs,
