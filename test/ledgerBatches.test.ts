@@ -92,12 +92,18 @@ describe("ledger batches", () => {
       ["0.900000000", "0.750000000", "0.700000000", "0.200000000"]
     )
     for (const receipt of receipts) expect(receipt.cost.upstream + receipt.cost.margin).toBe(receipt.cost.total)
-    const overages = await gateway.query<{ receipt_id: string; data: unknown }>(
-      "SELECT receipt_id, data FROM events WHERE account_id = $1 AND type = 'payment.overage'",
+    const overages = await gateway.query<{ id: string; receipt_id: string; data: unknown }>(
+      "SELECT id, receipt_id, data FROM events WHERE account_id = $1 AND type = 'payment.overage'",
       [account.id]
     )
+    // Its id is made from the receipt's, as those of the events read from a receipt are.
+    const overageId = `evt_${receipts[3]!.id.slice(receipts[3]!.id.indexOf("_") + 1)}o`
     expect(overages).toEqual([
-      { receipt_id: receipts[3]!.id, data: { held_usd: "0.200000000", charged_usd: "0.500000000", overage_usd: "0.300000000" } }
+      {
+        id: overageId,
+        receipt_id: receipts[3]!.id,
+        data: { held_usd: "0.200000000", charged_usd: "0.500000000", overage_usd: "0.300000000" }
+      }
     ])
     // What the service answered is what it stored.
     const stored = await gateway.run(Effect.flatMap(Ledger, (ledger) =>

@@ -30,7 +30,7 @@ const SETTLEMENT_FIELDS: ReadonlyArray<JsonField> = [
   ["id", "text"], ["request_id", "text"], ["endpoint", "text"], ["model", "text"], ["tier", "text"],
   ["privacy_class", "text"], ["input_tokens", "int"], ["output_tokens", "int"], ["input_price", "numeric"],
   ["output_price", "numeric"], ["upstream", "numeric"], ["total", "numeric"], ["estimated", "numeric"],
-  ["reserved_at", "timestamptz"], ["attempts", "jsonb"], ["provider_id", "text"], ["overage_event_id", "text"],
+  ["reserved_at", "timestamptz"], ["attempts", "jsonb"], ["provider_id", "text"],
   ["attestation_verdicts", "jsonb"], ["line_items", "jsonb"], ["key_id", "text"], ["call_events", "jsonb"],
   ["stored_events", "jsonb"], ["lease_id", "text"]
 ]
@@ -48,7 +48,9 @@ export const settlementRows = (param: string) => jsonRows(param, SETTLEMENT_FIEL
  * receipt's own events (`payment.settled`, `receipt.created`, and `payment.reserved` for a call
  * held from a lease: `leased`) are read from its row at `event_seq`, not stored (migration 0022),
  * and so are the call's routing and privacy events it keeps in `call_events` (migration 0023,
- * layers/events/receiptEvents.ts); a call's other events are `stored_events`.
+ * layers/events/receiptEvents.ts); a call's other events are `stored_events`. A `payment.overage`
+ * event, rare, is stored with its id made from the receipt's as those read from it are (`o` for
+ * overage; `r`, `s`, `c` are theirs), so no call sends an id for it (docs/performance.md, item 107).
  */
 export const SETTLEMENT_WRITES = `
   receipt AS (
@@ -65,7 +67,7 @@ export const SETTLEMENT_WRITES = `
     FROM billed, charged
     RETURNING *
   ), settled_events AS (
-    SELECT billed.overage_event_id AS id, 'payment.overage' AS type, receipt.request_id, receipt.id AS receipt_id,
+    SELECT 'evt_' || substr(receipt.id, strpos(receipt.id, '_') + 1) || 'o' AS id, 'payment.overage' AS type, receipt.request_id, receipt.id AS receipt_id,
            jsonb_build_object(
              'held_usd', billed.held::text,
              'charged_usd', receipt.total_usd::text,
@@ -163,7 +165,6 @@ export const makeSettleBatch = (run: StatementRunner, sql: SqlClient.SqlClient, 
       reservation.reservedAt.toISOString(),
       bill.attempts,
       bill.providerId,
-      ids.make("evt"),
       bill.attestationVerdicts ?? null,
       bill.lineItems === undefined ? null : bill.lineItems.map(lineItemColumn),
       bill.keyId ?? null,
