@@ -36,6 +36,7 @@ import { loadConfig } from "../layers/platform/ConfigLive.ts"
 import { Core, coreWith } from "../layers/Core.ts"
 import { AppConfig } from "../services/Config.ts"
 import { HttpLive } from "../src/Server.ts"
+import { withGatewayFlags } from "../src/start/nodeFlags.ts"
 import { freshDatabase } from "../test/support/database.ts"
 import { children, cpuProfileFlags, loadWith, median, nextMessage, spawnChild } from "./children.ts"
 
@@ -264,9 +265,10 @@ const main = async () => {
     const self = fileURLToPath(import.meta.url)
     const env = { BENCH_DATABASE_URL: databaseUrl, BENCH_ADMIN_KEY: adminKey }
     // One after the other: the first one migrates the database.
-    const billedChild = spawn(self, ["gateway", "billed"], env, cpuProfileFlags)
+    // Both with the gateway's Node flags, as every other bench's servers (src/start/nodeFlags.ts).
+    const billedChild = spawn(self, ["gateway", "billed"], env, withGatewayFlags(cpuProfileFlags))
     const billed = await nextMessage<{ url: string }>(billedChild, "ready")
-    const unbilledChild = spawn(self, ["gateway", "unbilled"], env)
+    const unbilledChild = spawn(self, ["gateway", "unbilled"], env, withGatewayFlags([]))
     const unbilled = await nextMessage<{ url: string }>(unbilledChild, "ready")
     const servers: Record<Target, { child: ChildProcess; url: string }> = {
       billed: { child: billedChild, url: billed.url },
