@@ -11,34 +11,22 @@
  * upstream, the TCP connections it accepted) and "heap-start"/"heap-stop"
  * with a sampling heap profile (bench/heapSampling.ts), with `BENCH_PATH_TIMING=1` "path" with
  * its work before the upstream request and after the answer (bench/pathTiming.ts), and stops on
- * "stop" or when the parent goes away.
+ * "stop" or when the parent goes away. Only a gateway's process loads the app (bench/benchGateway.ts)
+ * and only the upstream's the fake upstream: the bare proxy's process loads nothing but itself and
+ * the bench's hooks, as a bare proxy of its own would. Loaded with the whole app, as it was until
+ * session 41, it served 4–6% fewer calls a second at 50 connections (docs/performance.md, item 108).
  */
-import { mkdtempSync, openSync, rmSync, writeSync } from "node:fs"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { pipeline } from "node:stream/promises"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { Pool } from "undici"
-import { Layer, Logger, LogLevel } from "effect"
-import { freshDatabase } from "../test/support/database.ts"
-import { startFakeOpenAi } from "../test/support/fakeOpenAiUpstream.ts"
-import { startGateway } from "../test/support/gateway.ts"
-import { coreWith } from "../layers/Core.ts"
-import { LedgerPg } from "../layers/billing/LedgerPg.ts"
-import { CallStatsNone } from "../layers/monitoring/CallStatsNone.ts"
+import type { Variant } from "./benchGateway.ts"
 import { burdenOf } from "./burden.ts"
-import { NoopLedger } from "./noopLedger.ts"
-import { jsonLines, lineBuffer } from "../src/start/logFormat.ts"
 import { answerCoverageMessages } from "./codeCoverage.ts"
 import { answerHeapMessages } from "./heapSampling.ts"
 import { boundLifetime } from "./lifetime.ts"
 import { timePaths } from "./pathTiming.ts"
-import { VAST_MODEL } from "./refusal.ts"
 
-const BENCH_MODEL = "svc/bench"
-/** Requests and tokens per minute of every bench key: the largest limit there is. */
-const BENCH_LIMIT = 2_147_483_647
 
 /** Hop-by-hop headers a proxy must not forward (RFC 9110 7.6.1). */
 const HOP = new Set(["connection", "keep-alive", "transfer-encoding", "upgrade", "proxy-connection", "te", "trailer", "host"])
@@ -87,82 +75,10 @@ const startBareProxy = async (upstreamBaseUrl: string, busy = { before: 0, after
   }
 }
 
-/**
- * The gateway logs as `npm start` runs it: a JSON line per request (src/start/logFormat.ts), here
- * written to /dev/null; warnings and worse also to the bench's own output.
- */
-const devNull = openSync("/dev/null", "w")
-const requestLines = Layer.mergeAll(
-  Logger.minimumLogLevel(LogLevel.Info),
-  jsonLines(lineBuffer((text) => writeSync(devNull, `${text}\n`))),
-  Logger.add(Logger.filterLogLevel(Logger.prettyLogger(), LogLevel.greaterThanEqual(LogLevel.Warning)))
-)
-
-/** Gateway variants: keeping no call records, on the embedded database whatever DATABASE_URL says, billing nothing. */
-type Variant = "unrecorded" | "embedded" | "unbilled"
-
-/** The whole gateway over a fresh database (a cold embedded start unless DATABASE_URL is set). */
-const startBenchGateway = async (upstreamBaseUrl: string, variant?: Variant) => {
-  const dataDir = mkdtempSync(join(tmpdir(), "svc-bench-db-"))
-  const database = process.env.DATABASE_URL && variant !== "embedded"
-    ? await freshDatabase()
-    : { env: { SVC_DATA_DIR: dataDir, DATABASE_URL: "" }, drop: async () => {} }
-  const gateway = await startGateway({
-    logs: requestLines,
-    database,
-    scanResponses: false,
-    ...(variant === "unrecorded" ? { core: coreWith(LedgerPg, CallStatsNone) } : {}),
-    ...(variant === "unbilled" ? { core: coreWith(NoopLedger) } : {}),
-    config: {
-      // Every call counted against rate limits, as on a production install: limits no load here reaches.
-      limits: { defaults: { rpm: BENCH_LIMIT, tpm: BENCH_LIMIT, concurrency: 100_000 } },
-      models: [{
-        id: BENCH_MODEL,
-        context: 128000,
-        pricing: { input: "0.50", output: "1.50" },
-        modalities: ["text"],
-        capabilities: ["chat", "streaming"]
-      }, {
-        // A context large enough that a 5 MB prompt reaches the balance check (bench/refusal.ts).
-        id: VAST_MODEL,
-        context: 50_000_000,
-        pricing: { input: "0.50", output: "1.50" },
-        modalities: ["text"],
-        capabilities: ["chat"]
-      }],
-      providers: [{
-        id: "bench-upstream",
-        plugin: "openai-compatible",
-        baseUrl: upstreamBaseUrl,
-        deployments: [
-          { model: BENCH_MODEL, upstreamModel: "bench-large", cost: { input: "0.40", output: "1.20" } },
-          { model: VAST_MODEL, upstreamModel: "bench-vast", cost: { input: "0.40", output: "1.20" } }
-        ]
-      }]
-    }
-  })
-  const { key } = await gateway.account({ credit: "1000000" })
-  const { key: brokeKey } = await gateway.account({ credit: "0" })
-  // BENCH_ACCOUNTS=n: n accounts, a key each, for loads that spread calls over many tenants (bench/pair.ts).
-  const keys = [key]
-  while (keys.length < Number(process.env.BENCH_ACCOUNTS ?? 1)) keys.push((await gateway.account({ credit: "1000000" })).key)
-  return {
-    url: gateway.url,
-    key,
-    keys,
-    brokeKey,
-    close: async () => {
-      await gateway.close()
-      await database.drop()
-      rmSync(dataDir, { recursive: true, force: true })
-    }
-  }
-}
-
 const main = async () => {
   const [role, upstreamBaseUrl = "", busyBefore = "0", busyAfter = "0"] = process.argv.slice(2)
   const server = role === "upstream" || role === "upstream-slow" || role === "upstream-paced"
-    ? await startFakeOpenAi().then((fake) => {
+    ? await import("../test/support/fakeOpenAiUpstream.ts").then(({ startFakeOpenAi }) => startFakeOpenAi()).then((fake) => {
       // A frame a second: streams that stay open (bench/slowStreams.ts).
       if (role === "upstream-slow") fake.behave({ chunkDelayMs: 1000 })
       // A frame a millisecond: each frame comes in a read of its own, as tokens do (bench/stages.ts).
@@ -176,7 +92,9 @@ const main = async () => {
     ? { ...await startBareProxy(upstreamBaseUrl, { before: Number(busyBefore), after: Number(busyAfter) }), key: undefined }
     : role === "proxy-burdened"
     ? { ...await startBareProxy(upstreamBaseUrl, undefined, burdenOf(process.env)), key: undefined }
-    : await startBenchGateway(upstreamBaseUrl, role?.startsWith("gateway-") ? role.slice(8) as Variant : undefined)
+    : await import("./benchGateway.ts").then(({ startBenchGateway }) =>
+      startBenchGateway(upstreamBaseUrl, role?.startsWith("gateway-") ? role.slice(8) as Variant : undefined)
+    )
   let stopping = false
   const stop = async () => {
     if (stopping) return
