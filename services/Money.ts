@@ -1,6 +1,7 @@
 /**
  * Exact money. Amounts are integer nano-dollars (1e-9 USD) held in `bigint`;
- * no binary floating point touches a balance, price or receipt. On the wire and
+ * no binary fraction touches a balance, price or receipt (`formatUsd` uses a
+ * double only for an integer it holds exactly). On the wire and
  * in the database an amount is a decimal string with up to nine fraction digits
  * (`"12.500000000"`).
  */

@@ -67,7 +67,8 @@ export const SETTLEMENT_WRITES = `
     FROM billed, charged
     RETURNING *
   ), settled_events AS (
-    SELECT 'evt_' || substr(receipt.id, strpos(receipt.id, '_') + 1) || 'o' AS id, 'payment.overage' AS type, receipt.request_id, receipt.id AS receipt_id,
+    SELECT 'evt_' || substr(receipt.id, strpos(receipt.id, '_') + 1) || 'o' AS id, 'payment.overage' AS type,
+           receipt.request_id, receipt.id AS receipt_id,
            jsonb_build_object(
              'held_usd', billed.held::text,
              'charged_usd', receipt.total_usd::text,
