@@ -27,7 +27,6 @@ import { answerHeapMessages } from "./heapSampling.ts"
 import { boundLifetime } from "./lifetime.ts"
 import { timePaths } from "./pathTiming.ts"
 
-
 /** Hop-by-hop headers a proxy must not forward (RFC 9110 7.6.1). */
 const HOP = new Set(["connection", "keep-alive", "transfer-encoding", "upgrade", "proxy-connection", "te", "trailer", "host"])
 const endToEnd = (headers: Record<string, string | Array<string> | undefined>) =>
