@@ -25,17 +25,23 @@ const violations = Effect.flatMap(SqlClient.SqlClient, (sql) =>
     )
   ))
 
+/** `table`'s row `id` is refused both ways it could go (its trigger's message), and is still there. */
+const refusesDeletion = (table: "accounts" | "reservations", id: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    for (const statement of [sql`DELETE FROM ${sql(table)} WHERE id = ${id}`, sql`TRUNCATE ${sql(table)} CASCADE`]) {
+      const failure = yield* Effect.flip(statement)
+      expect(String(failure.cause)).toContain(`${table} are never deleted`)
+    }
+    const [row] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM ${sql(table)} WHERE id = ${id}`
+    expect(row!.n).toBe(1)
+  })
+
 layer(Tested, { timeout: "60 seconds" })("account references", (it) => {
   it.effect("an account cannot be deleted or truncated", () =>
     Effect.gen(function*() {
       const account = yield* Effect.flatMap(Accounts, (accounts) => accounts.create({ name: "kept", credit: usd("1") }))
-      const sql = yield* SqlClient.SqlClient
-      for (const statement of [sql`DELETE FROM accounts WHERE id = ${account.id}`, sql`TRUNCATE accounts CASCADE`]) {
-        const failure = yield* Effect.flip(statement)
-        expect(String(failure.cause)).toContain("accounts are never deleted")
-      }
-      const [row] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM accounts WHERE id = ${account.id}`
-      expect(row!.n).toBe(1)
+      yield* refusesDeletion("accounts", account.id)
     }))
 
   it.effect("a reservation cannot be deleted or truncated", () =>
@@ -43,13 +49,7 @@ layer(Tested, { timeout: "60 seconds" })("account references", (it) => {
       const account = yield* Effect.flatMap(Accounts, (accounts) => accounts.create({ name: "held", credit: usd("1") }))
       const reservation = yield* Effect.flatMap(Ledger, (ledger) =>
         ledger.reserve({ accountId: account.id, requestId: "req_kept", amount: usd("0.01") }))
-      const sql = yield* SqlClient.SqlClient
-      for (const statement of [sql`DELETE FROM reservations WHERE id = ${reservation.id}`, sql`TRUNCATE reservations CASCADE`]) {
-        const failure = yield* Effect.flip(statement)
-        expect(String(failure.cause)).toContain("reservations are never deleted")
-      }
-      const [row] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM reservations WHERE id = ${reservation.id}`
-      expect(row!.n).toBe(1)
+      yield* refusesDeletion("reservations", reservation.id)
     }))
 
   it.effect("the invariants name a receipt of no reservation", () =>
