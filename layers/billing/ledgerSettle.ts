@@ -48,9 +48,8 @@ export const settlementRows = (param: string) => jsonRows(param, SETTLEMENT_FIEL
  * receipt's own events (`payment.settled`, `receipt.created`, and `payment.reserved` for a call
  * held from a lease: `leased`) are read from its row at `event_seq`, not stored (migration 0022),
  * and so are the call's routing and privacy events it keeps in `call_events` (migration 0023,
- * layers/events/receiptEvents.ts); a call's other events are `stored_events`. A `payment.overage`
- * event, rare, is stored with its id made from the receipt's as those read from it are (`o` for
- * overage; `r`, `s`, `c` are theirs), so no call sends an id for it (docs/performance.md, item 107).
+ * layers/events/receiptEvents.ts); a call's other events are `stored_events`. A rare `payment.overage` is
+ * stored with an id made from the receipt's (`o`), as those read from it are: no call sends one (item 107).
  */
 export const SETTLEMENT_WRITES = `
   receipt AS (
