@@ -37,6 +37,17 @@ const refusesDeletion = (table: "accounts" | "reservations", id: string) =>
     expect(row!.n).toBe(1)
   })
 
+/** A call of a new account, reserved and settled, after which the invariants hold: its reservation. */
+const settledCall = (name: string) =>
+  Effect.gen(function*() {
+    const ledger = yield* Ledger
+    const account = yield* Effect.flatMap(Accounts, (accounts) => accounts.create({ name, credit: usd("1") }))
+    const reservation = yield* ledger.reserve({ accountId: account.id, requestId: `req_${name}`, amount: usd("0.01") })
+    yield* ledger.settle(reservation, billFor("0.004"))
+    expect(yield* violations).toEqual([])
+    return reservation
+  })
+
 layer(Tested, { timeout: "60 seconds" })("account references", (it) => {
   it.effect("an account cannot be deleted or truncated", () =>
     Effect.gen(function*() {
@@ -54,11 +65,7 @@ layer(Tested, { timeout: "60 seconds" })("account references", (it) => {
 
   it.effect("the invariants name a receipt of no reservation", () =>
     Effect.gen(function*() {
-      const ledger = yield* Ledger
-      const account = yield* Effect.flatMap(Accounts, (accounts) => accounts.create({ name: "orphan", credit: usd("1") }))
-      const reservation = yield* ledger.reserve({ accountId: account.id, requestId: "req_orphan", amount: usd("0.01") })
-      yield* ledger.settle(reservation, billFor("0.004"))
-      expect(yield* violations).toEqual([])
+      const reservation = yield* settledCall("orphan")
 
       // No statement of the gateway writes a receipt but for the reservation it closes or writes.
       const sql = yield* SqlClient.SqlClient
@@ -70,11 +77,7 @@ layer(Tested, { timeout: "60 seconds" })("account references", (it) => {
 
   it.effect("the invariants hold after a settlement, and name every row of an unknown account", () =>
     Effect.gen(function*() {
-      const ledger = yield* Ledger
-      const account = yield* Effect.flatMap(Accounts, (accounts) => accounts.create({ name: "refs", credit: usd("1") }))
-      const reservation = yield* ledger.reserve({ accountId: account.id, requestId: "req_refs", amount: usd("0.01") })
-      yield* ledger.settle(reservation, billFor("0.004"))
-      expect(yield* violations).toEqual([])
+      const reservation = yield* settledCall("refs")
 
       // Rows no statement of the gateway writes: each refers to an account that does not exist.
       const sql = yield* SqlClient.SqlClient
