@@ -42,4 +42,4 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
 # node is PID 1 and handles SIGTERM itself (drain, then exit 0); it starts no child processes, so
 # there are no zombies for an init to reap. Allow a stop timeout above shutdown.drainSeconds (25).
 STOPSIGNAL SIGTERM
-CMD ["node", "--enable-source-maps", "--max-semi-space-size=32", "dist/main.js"]
+CMD ["node", "--enable-source-maps", "--max-semi-space-size=32", "--no-allocation-site-pretenuring", "dist/main.js"]

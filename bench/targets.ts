@@ -128,6 +128,8 @@ export const targetsBench = async (
   }
 
   const C = 50
+  /** The bare proxy's own req/s at 50 connections (JSON, SSE) each round: the baseline every ratio divides by. */
+  const bareRates = { json: [] as Array<number>, sse: [] as Array<number> }
   // Each server is timed once it is warm (bench/warmup.ts): a fresh gateway ramps up for seconds.
   for (const server of [bare, gateway, embedded, unbilled]) if (server !== undefined) await warmUp(load, server, bodies)
   for (let round = 1; round <= options.rounds; round++) {
@@ -136,10 +138,12 @@ export const targetsBench = async (
       ? { billed: (await load(gateway, bodies.json, C, options.seconds)).rps, unbilled: undefined }
       : await billedAndUnbilled(load, gateway, unbilled, C, options.seconds)
     t.json50.values.push(json.billed / jsonBare.rps)
+    bareRates.json.push(jsonBare.rps)
     if (json.unbilled !== undefined) t.billed.values.push(json.billed / json.unbilled)
     if (embedded !== undefined) t.jsonEmbedded.values.push((await load(embedded, bodies.json, C, options.seconds)).rps / jsonBare.rps)
     const sseBare = await load(bare, bodies.stream, C, options.seconds)
     t.sse50.values.push((await load(gateway, bodies.stream, C, options.seconds)).rps / sseBare.rps)
+    bareRates.sse.push(sseBare.rps)
     const oneBare = await load(bare, bodies.json, 1, options.latencySeconds)
     const one = await load(gateway, bodies.json, 1, options.latencySeconds)
     t.json1.values.push(one.rps / oneBare.rps)
@@ -189,7 +193,11 @@ export const targetsBench = async (
     ),
     "",
     `Medians of ${options.rounds} interleaved rounds (${options.seconds} s at ${C} connections, ${options.latencySeconds} s at 1); ` +
-      "added times are the gateway's p50 minus the bare proxy's in the same round.",
+      "added times are the gateway's p50 minus the bare proxy's in the same round. " +
+      `The bare proxy itself (each round): JSON c50 ${bareRates.json.map(Math.round).join(", ")} req/s; ` +
+      `SSE c50 ${bareRates.sse.map(Math.round).join(", ")} req/s; p50 at 1 connection ${
+        t.ttlb.bare!.map((x) => x.toFixed(2)).join(", ")
+      } ms.`,
     ...(perWorkers.length === 0 ? [] : [
       "",
       "| the gateway as shipped (`dist/main.js`, PostgreSQL): JSON req/s, c50, ÷ bare | 1 worker | 2 workers |",

@@ -52,7 +52,10 @@ describe("the gateway's Node flags", () => {
 
   it("are added to a command line that lacks them, and never twice", () => {
     expect(withGatewayFlags(["--import", "tsx"])).toEqual(["--import", "tsx", ...GATEWAY_NODE_FLAGS])
-    expect(withGatewayFlags(["--max-semi-space-size=64"])).toEqual(["--max-semi-space-size=64"])
+    expect(withGatewayFlags(["--max-semi-space-size=64"])).toEqual(["--max-semi-space-size=64", "--no-allocation-site-pretenuring"])
+    // An operator's own choice of a boolean flag, set either way or spelt with underscores, is kept.
+    expect(withGatewayFlags(["--allocation_site_pretenuring", "--max_semi_space_size=8"]))
+      .toEqual(["--allocation_site_pretenuring", "--max_semi_space_size=8"])
     expect(withGatewayFlags(GATEWAY_NODE_FLAGS)).toEqual([...GATEWAY_NODE_FLAGS])
   })
 })
