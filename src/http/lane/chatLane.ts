@@ -13,7 +13,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { HttpServerResponse } from "@effect/platform"
 import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
-import { Context, Effect, type Fiber, FiberId, FiberRef, FiberRefs, Layer, ParseResult, Runtime, RuntimeFlags, Schema, Scope } from "effect"
+import { Context, Effect, type Fiber, FiberId, FiberRef, Layer, ParseResult, Runtime, RuntimeFlags, Schema, Scope } from "effect"
 import { codeOf, currentRequestId, envelopeOf, statusOf } from "../../../services/ApiError.ts"
 import { thenAtOnce } from "../../../services/atOnce.ts"
 import { type CallEnds, currentCallEnds, emptyCallEnds, inCallScope } from "../../../services/callEnds.ts"
@@ -32,6 +32,7 @@ import { checkedJson } from "../checkedJson.ts"
 import { toApiError } from "../Edge.ts"
 import { addRateLimitHeaders } from "../rateLimitHeaders.ts"
 import { principalOf } from "../SecurityLive.ts"
+import { callFiberRefs } from "./callFiberRefs.ts"
 import { freshScopes } from "./freshScopes.ts"
 import { laneScheduler } from "./laneScheduler.ts"
 import { ServerWithLane } from "./laneServer.ts"
@@ -78,13 +79,9 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
   // With the app's ~50 services there, adding the scope copied them all on every call.
   // Without Effect's own fiber metrics (two counters as a fiber starts, a histogram of 100 buckets as it
   // ends: nothing reads them, src/main.ts), for the call's fiber and every fiber it forks.
-  const runFork = Runtime.runFork(
-    Runtime.make({
-      context: Context.empty(),
-      fiberRefs: runtime.fiberRefs,
-      runtimeFlags: RuntimeFlags.disable(runtime.runtimeFlags, RuntimeFlags.RuntimeMetrics)
-    })
-  )
+  // Each call's fiber gets the runtime's refs as one copy of a template, with its own set (callFiberRefs.ts).
+  const fiberRefs = callFiberRefs(runtime, RuntimeFlags.disable(runtime.runtimeFlags, RuntimeFlags.RuntimeMetrics), laneScheduler)
+  const runFork = Runtime.runFork(fiberRefs.runtime)
   const errorOf = toApiError(maxBodyBytes, database)
   const nextScope = freshScopes()
 
@@ -180,17 +177,14 @@ export const ChatLane = Layer.scopedDiscard(Effect.gen(function*() {
       }
       // One copy of the new fiber's refs with all five, where a `FiberRef.set` each in the fiber copies them each time.
       const fiber = runFork(serve(request, response, text, refs), {
-        scheduler: laneScheduler,
-        updateRefs: (fiberRefs, fiberId) =>
-          FiberRefs.updateManyAs(fiberRefs, {
-            entries: [
-              [currentRequestId, [[fiberId, requestId]]],
-              [currentCall, [[fiberId, refs.call.facts]]],
-              [currentRateLimits, [[fiberId, refs.limits]]],
-              [currentCallEnds, [[fiberId, refs.ends]]],
-              [FiberRef.currentContext, [[fiberId, Context.make(Scope.Scope, refs.ends.scope)]]]
-            ]
-          })
+        updateRefs: (_, fiberId) =>
+          fiberRefs.refsOf(fiberId, [
+            [currentRequestId, requestId],
+            [currentCall, refs.call.facts],
+            [currentRateLimits, refs.limits],
+            [currentCallEnds, refs.ends],
+            [FiberRef.currentContext, Context.make(Scope.Scope, refs.ends.scope)]
+          ])
       })
       response.on("close", () => {
         if (!response.writableEnded) fiber.unsafeInterruptAsFork(FiberId.none)
