@@ -43,8 +43,15 @@ const fromScratch = (held: ReadonlyArray<Outcome>) => {
 
 describe("the health window", () => {
   it("keeps the same figures as a count from scratch, through evictions by age and by number", () => {
-    // Steps of up to a minute, so outcomes age out as well as being pushed out past 200.
-    const steps = fc.array(fc.tuple(outcome, fc.integer({ min: 0, max: 60_000 })), { minLength: 1, maxLength: 600 })
+    // Each sequence steps its clock by up to 5 ms, 100 ms or a minute, with a rare jump of up to
+    // seven minutes: outcomes are pushed out past 200 (only short steps put 200 within five minutes)
+    // and age out, one by one and many at once, a full window too.
+    const steps = fc.constantFrom(5, 100, 60_000).chain((maxStep) =>
+      fc.array(
+        fc.tuple(outcome, fc.oneof({ weight: 300, arbitrary: fc.integer({ min: 0, max: maxStep }) }, { weight: 1, arbitrary: fc.integer({ min: 0, max: 420_000 }) })),
+        // `size: "max"`: fast-check's default size keeps arrays to a few dozen, never a full window.
+        { minLength: 1, maxLength: 600, size: "max" }
+      ))
     fc.assert(fc.property(steps, (sequence) => {
       const window = makeWindow()
       const all: Array<{ at: number; outcome: Outcome }> = []
@@ -58,6 +65,6 @@ describe("the health window", () => {
       }
       // Later, with nothing new: everything ages out.
       expect(window.stats(now + WINDOW_MS)).toEqual(fromScratch([]))
-    }), { numRuns: 60 })
+    }), { numRuns: 60, endOnFailure: true }) // shrinking sequences this long would take minutes
   })
 })

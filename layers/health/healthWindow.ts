@@ -62,8 +62,10 @@ export interface RollingWindow {
  * Summing and sorting the whole window again after every outcome cost more than a call's routing.
  */
 export const makeWindow = (): RollingWindow => {
-  // Oldest first; appended in time order.
-  const samples: Array<Sample> = []
+  // Oldest first, in a ring of the window's size: an outcome in and the oldest out move nothing.
+  const samples: Array<Sample | undefined> = new Array(WINDOW_OUTCOMES)
+  let oldest = 0
+  let held = 0
   const latencies: Array<number> = []
   const ttfts: Array<number> = []
   let failures = 0
@@ -88,17 +90,23 @@ export const makeWindow = (): RollingWindow => {
     }
   }
 
-  const evict = (now: number) => {
-    let drop = Math.max(0, samples.length - WINDOW_OUTCOMES)
-    while (drop < samples.length && samples[drop]!.at <= now - WINDOW_MS) drop++
-    if (drop === 0) return
-    for (const { outcome } of samples.splice(0, drop)) count(outcome, -1)
+  const dropOldest = () => {
+    count(samples[oldest]!.outcome, -1)
+    samples[oldest] = undefined
+    oldest = (oldest + 1) % WINDOW_OUTCOMES
+    held--
     cached = undefined
+  }
+
+  const evict = (now: number) => {
+    while (held > 0 && samples[oldest]!.at <= now - WINDOW_MS) dropOldest()
   }
 
   return {
     add: (outcome, now) => {
-      samples.push({ at: now, outcome })
+      if (held === WINDOW_OUTCOMES) dropOldest()
+      samples[(oldest + held) % WINDOW_OUTCOMES] = { at: now, outcome }
+      held++
       count(outcome, 1)
       cached = undefined
       evict(now)
@@ -106,7 +114,7 @@ export const makeWindow = (): RollingWindow => {
     stats: (now) => {
       evict(now)
       return cached ??= {
-        requests: samples.length,
+        requests: held,
         failures,
         fallbacks,
         p50LatencyMs: nearestRank(latencies, 0.5),
