@@ -173,4 +173,18 @@ describe("remembering counts of texts", () => {
     expect([cache.get(a!), cache.get(b!), cache.get(c!)]).toEqual([1, undefined, 3])
     expect(cache.size()).toBe(2)
   })
+
+  it("moves a used text back once half the cache's worth came in after it, so one used lately never goes next", () => {
+    const cache = makeCountCache(4)
+    const [k1, k2, k3, k4, k5, k6] = [1, 2, 3, 4, 5, 6].map((n) => cache.keyOf(`text ${n}`))
+    for (const [i, key] of [k1, k2, k3, k4].entries()) cache.set(key!, i + 1)
+    expect(cache.get(k4!)).toBe(4) // just put there: stays where it is
+    expect(cache.get(k1!)).toBe(1) // three came in after it: moves to the back
+    cache.set(k5!, 5)
+    expect(cache.get(k2!)).toBeUndefined() // the first, not k1
+    expect(cache.get(k4!)).toBe(4) // two came in after it now: moves back too
+    cache.set(k6!, 6)
+    expect([k1, k3, k4, k5, k6].map((key) => cache.get(key!))).toEqual([1, undefined, 4, 5, 6])
+    expect(cache.size()).toBe(4)
+  })
 })

@@ -8,8 +8,8 @@
  * tokenizer's large tables, which a busy process has pushed out of the CPU's
  * caches. A count is a pure function of the text, so one cache serves the
  * whole process and changes no count: a text counts the same remembered or
- * not. Only digests are kept, never the text; the least recently used go
- * first once the cache is full.
+ * not. Only digests are kept, never the text; once the cache is full the
+ * least recently used go first, as near as `get` keeps them (item 113).
  */
 import { hash } from "node:crypto"
 
@@ -26,21 +26,30 @@ export interface CountCache {
 }
 
 export const makeCountCache = (maxTexts = MAX_CACHED_TEXTS): CountCache => {
-  // A Map iterates in insertion order: re-inserting on use keeps the least recently used first.
-  const counts = new Map<string, number>()
+  // A Map iterates in insertion order: the first is the one (re)inserted longest ago, and goes first.
+  const counts = new Map<string, { readonly tokens: number; at: number }>()
+  /** Insertions so far: an entry's `at` is its place in them. */
+  let inserted = 0
+  /**
+   * A used entry moves to the back once half the cache's worth of others came in since it was put there,
+   * not on every use: a delete and an insert each time made the map rehash every few calls. Either way a
+   * text used within the last half of the cache's insertions is never the next to go.
+   */
+  const refresh = maxTexts / 2
   return {
     keyOf: (text) => hash("sha256", text, "base64"),
     get: (key) => {
-      const tokens = counts.get(key)
-      if (tokens !== undefined) {
+      const entry = counts.get(key)
+      if (entry !== undefined && inserted - entry.at >= refresh) {
         counts.delete(key)
-        counts.set(key, tokens)
+        entry.at = ++inserted
+        counts.set(key, entry)
       }
-      return tokens
+      return entry?.tokens
     },
     set: (key, tokens) => {
       counts.delete(key)
-      counts.set(key, tokens)
+      counts.set(key, { tokens, at: ++inserted })
       if (counts.size > maxTexts) counts.delete(counts.keys().next().value!)
     },
     size: () => counts.size
