@@ -62,16 +62,20 @@ const emptyTotals = (): BucketTotals => ({
 
 export const makeCallBuckets = () => {
   const buckets = new Map<string, Bucket>()
+  /** The bucket of each granularity counted last: a busy account's next call, with no key to build and look up. */
+  const last: Record<Granularity, Bucket | undefined> = { minute: undefined, hour: undefined }
 
   const bucketFor = (accountId: string, granularity: Granularity, at: number) => {
     const start = at - (at % SPAN[granularity])
+    const previous = last[granularity]
+    if (previous !== undefined && previous.start === start && previous.accountId === accountId) return previous
     const key = `${accountId}|${granularity}|${start}`
     let bucket = buckets.get(key)
     if (bucket === undefined) {
       bucket = { accountId, granularity, start, totals: emptyTotals(), changes: 0, written: 0 }
       buckets.set(key, bucket)
     }
-    return bucket
+    return last[granularity] = bucket
   }
 
   const count = (bucket: Bucket, call: FinishedCall) => {
@@ -120,7 +124,9 @@ export const makeCallBuckets = () => {
           for (const [bucket, changes] of marks) bucket.written = Math.max(bucket.written, changes)
           for (const [key, bucket] of buckets) {
             const closed = bucket.start + SPAN[bucket.granularity] <= now
-            if (closed && bucket.written === bucket.changes) buckets.delete(key)
+            if (!closed || bucket.written !== bucket.changes) continue
+            buckets.delete(key)
+            if (last[bucket.granularity] === bucket) last[bucket.granularity] = undefined
           }
         }
       }
