@@ -130,6 +130,8 @@ describe("chat pipeline on doubles", () => {
     return Effect.gen(function*() {
       const { receipt } = yield* complete()
       expect(receipt.attempts.map((attempt) => attempt.outcome)).toEqual(["error", "ok"])
+      // What went wrong is on the failed attempt alone (the operators' record; the receipt's API leaves it out).
+      expect(receipt.attempts.map((attempt) => "failure" in attempt ? attempt.failure : "none")).toEqual(["status 503", "none"])
       expect(receipt.usage.outputTokens).toBeGreaterThan(0)
       expect(types(world.ledger.bills[0]!.events ?? [])).toEqual([
         "provider.route",

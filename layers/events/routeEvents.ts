@@ -28,18 +28,16 @@ export const routeEvents = (
         }
       })
     }
-    events.push({
-      type: "provider.route",
-      data: {
-        model: attempt.model,
-        tier: attempt.tier,
-        reason: previous === undefined ? plan.reason : `retry after ${previous.failure ?? "a failure"}`,
-        attempt: i + 1,
-        outcome: attempt.outcome,
-        // What the router mode left out, and why: told once, with the first route.
-        ...(previous === undefined && plan.dropped.length > 0 ? { dropped: plan.dropped } : {})
-      }
-    })
+    const data: Record<string, unknown> = {
+      model: attempt.model,
+      tier: attempt.tier,
+      reason: previous === undefined ? plan.reason : `retry after ${previous.failure ?? "a failure"}`,
+      attempt: i + 1,
+      outcome: attempt.outcome
+    }
+    // What the router mode left out, and why: told once, with the first route (added, not spread in).
+    if (previous === undefined && plan.dropped.length > 0) data.dropped = plan.dropped
+    events.push({ type: "provider.route", data })
   }
   return events
 }

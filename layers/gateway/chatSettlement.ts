@@ -83,14 +83,17 @@ export const countedUsage = (pricing: Pricing["Type"], inputTokens: number, comp
   return { prompt_tokens: inputTokens, completion_tokens: generated, total_tokens: inputTokens + generated }
 }
 
-/** The receipt's view of an attempt. */
-const asAttempt = (log: AttemptLog): Attempt => ({
-  model: log.model,
-  outcome: log.outcome,
-  latencyMs: log.latencyMs,
-  deployment: log.deployment,
-  ...(log.failure !== undefined ? { failure: log.failure } : {})
-})
+/** The receipt's view of an attempt (a failure added, not spread in: every call makes one). */
+const asAttempt = (log: AttemptLog): Attempt => {
+  const attempt: { -readonly [K in keyof Attempt]: Attempt[K] } = {
+    model: log.model,
+    outcome: log.outcome,
+    latencyMs: log.latencyMs,
+    deployment: log.deployment
+  }
+  if (log.failure !== undefined) attempt.failure = log.failure
+  return attempt
+}
 
 /**
  * Settles a served call: bills it from the hold, then keeps its text when its class allows. The
