@@ -93,4 +93,3 @@ export const startBenchGateway = async (upstreamBaseUrl: string, variant?: Varia
     }
   }
 }
-
