@@ -26,6 +26,7 @@ import { answerCoverageMessages } from "./codeCoverage.ts"
 import { answerHeapMessages } from "./heapSampling.ts"
 import { boundLifetime } from "./lifetime.ts"
 import { timePaths } from "./pathTiming.ts"
+import { upstreamDelayOf } from "./upstreamDelay.ts"
 
 /** Hop-by-hop headers a proxy must not forward (RFC 9110 7.6.1). */
 const HOP = new Set(["connection", "keep-alive", "transfer-encoding", "upgrade", "proxy-connection", "te", "trailer", "host"])
@@ -83,8 +84,8 @@ const main = async () => {
       // A frame a millisecond: each frame comes in a read of its own, as tokens do (bench/stages.ts).
       if (role === "upstream-paced") fake.behave({ chunkDelayMs: 1 })
       // An upstream that takes its time, as every real model does: each call's code then runs cold (docs/performance.md).
-      const delayHeadersMs = Number(process.env.BENCH_UPSTREAM_DELAY_MS ?? 0)
-      if (role === "upstream" && delayHeadersMs > 0) fake.behave({ delayHeadersMs })
+      // Every call with BENCH_UPSTREAM_DELAY_MS set, else the targets' delayed calls (bench/upstreamDelay.ts).
+      if (role === "upstream") fake.behave({ delayHeadersMs: upstreamDelayOf(Number(process.env.BENCH_UPSTREAM_DELAY_MS ?? 0)) })
       return { ...fake, url: fake.baseUrl, key: undefined }
     })
     : role === "proxy" || role === "proxy-busy"

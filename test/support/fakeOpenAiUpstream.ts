@@ -13,8 +13,8 @@ export interface Behaviour {
   /** Answer with this status and `errorBody` (default: an OpenAI-style error object). */
   readonly status?: number
   readonly errorBody?: unknown
-  /** Wait before sending headers (to trip header timeouts). */
-  readonly delayHeadersMs?: number
+  /** Wait before sending headers (to trip header timeouts), or as long as the request's body says. */
+  readonly delayHeadersMs?: number | ((body: Record<string, any>) => number)
   /** Wait between SSE frames. */
   readonly chunkDelayMs?: number
   /** Send this many SSE data frames, then keep the connection open forever (JSON: half a body). */
@@ -189,8 +189,13 @@ const trickle = async (res: ServerResponse, everyMs: number, byte: string) => {
   }
 }
 
+/** How long `behaviour` waits before answering `body`'s headers, in ms. */
+const headersDelayOf = (behaviour: Behaviour, body: Json) =>
+  typeof behaviour.delayHeadersMs === "function" ? behaviour.delayHeadersMs(body) : behaviour.delayHeadersMs ?? 0
+
 const answer = async (res: ServerResponse, body: Json, behaviour: Behaviour, reset: () => void) => {
-  if (behaviour.delayHeadersMs) await sleep(behaviour.delayHeadersMs)
+  const delayMs = headersDelayOf(behaviour, body)
+  if (delayMs > 0) await sleep(delayMs)
   if (res.destroyed) return
   if (behaviour.resetBeforeHeaders) return reset()
   if (behaviour.raw) {
@@ -237,7 +242,8 @@ const answer = async (res: ServerResponse, body: Json, behaviour: Behaviour, res
 
 /** `/embeddings`: one small vector per input (its word count, then 0.5s), and the upstream's own extras. */
 const answerEmbeddings = async (res: ServerResponse, body: Json, behaviour: Behaviour, reset: () => void) => {
-  if (behaviour.delayHeadersMs) await sleep(behaviour.delayHeadersMs)
+  const delayMs = headersDelayOf(behaviour, body)
+  if (delayMs > 0) await sleep(delayMs)
   if (res.destroyed) return
   if (behaviour.raw || behaviour.status) return answer(res, body, behaviour, reset)
   const inputs: Array<string> = typeof body.input === "string" ? [body.input] : Array.isArray(body.input) ? body.input : []
