@@ -189,13 +189,14 @@ const trickle = async (res: ServerResponse, everyMs: number, byte: string) => {
   }
 }
 
-/** How long `behaviour` waits before answering `body`'s headers, in ms. */
-const headersDelayOf = (behaviour: Behaviour, body: Json) =>
-  typeof behaviour.delayHeadersMs === "function" ? behaviour.delayHeadersMs(body) : behaviour.delayHeadersMs ?? 0
+/** Waits as long as `behaviour` says before answering `body`'s headers. */
+const headersDelay = async (behaviour: Behaviour, body: Json) => {
+  const delayMs = typeof behaviour.delayHeadersMs === "function" ? behaviour.delayHeadersMs(body) : behaviour.delayHeadersMs ?? 0
+  if (delayMs > 0) await sleep(delayMs)
+}
 
 const answer = async (res: ServerResponse, body: Json, behaviour: Behaviour, reset: () => void) => {
-  const delayMs = headersDelayOf(behaviour, body)
-  if (delayMs > 0) await sleep(delayMs)
+  await headersDelay(behaviour, body)
   if (res.destroyed) return
   if (behaviour.resetBeforeHeaders) return reset()
   if (behaviour.raw) {
@@ -242,8 +243,7 @@ const answer = async (res: ServerResponse, body: Json, behaviour: Behaviour, res
 
 /** `/embeddings`: one small vector per input (its word count, then 0.5s), and the upstream's own extras. */
 const answerEmbeddings = async (res: ServerResponse, body: Json, behaviour: Behaviour, reset: () => void) => {
-  const delayMs = headersDelayOf(behaviour, body)
-  if (delayMs > 0) await sleep(delayMs)
+  await headersDelay(behaviour, body)
   if (res.destroyed) return
   if (behaviour.raw || behaviour.status) return answer(res, body, behaviour, reset)
   const inputs: Array<string> = typeof body.input === "string" ? [body.input] : Array.isArray(body.input) ? body.input : []
